@@ -1,0 +1,109 @@
+"""Plain-data messages between the platform, the engine and the sandboxes.
+
+Everything here is a frozen dataclass that round-trips through JSON: the web/grader
+boundary never carries ORM objects, and nothing that crosses it is pickled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+
+class InfrastructureError(Exception):
+    """The sandbox itself failed (not the learner's code): the platform retries the job."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every resource limit of one sandbox run, explicit and named."""
+
+    wall_seconds: float = 10.0
+    cpu_seconds: int = 10
+    memory_mb: int = 1024
+    pids: int = 64
+    tmpfs_mb: int = 64
+    file_size_mb: int = 16
+    result_bytes: int = 4_000_000
+    stdout_bytes: int = 65_536
+
+    def replace(self, **changes: Any) -> Limits:
+        return dataclasses.replace(self, **changes)
+
+
+class RunStatus(str, enum.Enum):
+    OK = "ok"
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    CRASHED = "crashed"
+    OUTPUT_LIMIT = "output-limit"
+
+
+@dataclass(frozen=True)
+class SandboxRequest:
+    """One run: `files` are placed read-only under /job; `stdin` is written then closed."""
+
+    job_id: str
+    files: Mapping[str, str]
+    stdin: str
+    limits: Limits = field(default_factory=Limits)
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    status: RunStatus
+    stdout: bytes
+    exit_code: int | None
+    duration_s: float
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    score: float
+    max_score: float
+    message: str
+    diagnosis: str = ""
+    hint: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "data": dict(self.data)}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> CheckResult:
+        return cls(**{f.name: raw[f.name] for f in dataclasses.fields(cls) if f.name in raw})
+
+
+@dataclass(frozen=True)
+class Report:
+    status: str  # "graded" | "failed"
+    score: float
+    max_score: float
+    passed: bool
+    message: str = ""
+    checks: tuple[CheckResult, ...] = ()
+    stdout: str = ""
+    exception: Mapping[str, Any] | None = None
+    curves: Mapping[str, Any] | None = None
+    duration_s: float = 0.0
+    runtime: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        raw = dataclasses.asdict(self)
+        raw["checks"] = [c.to_json() for c in self.checks]
+        return raw
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Report:
+        values = {f.name: raw[f.name] for f in dataclasses.fields(cls) if f.name in raw}
+        values["checks"] = tuple(CheckResult.from_json(c) for c in raw.get("checks", ()))
+        return cls(**values)

@@ -1,0 +1,1 @@
+"""Sandbox backends: see base.Sandbox and get_backend()."""
