@@ -19,6 +19,11 @@ class InfrastructureError(Exception):
     """The sandbox itself failed (not the learner's code): the platform retries the job."""
 
 
+class ExerciseError(Exception):
+    """The exercise package is broken (e.g. its reference fails): not the learner's fault,
+    not worth retrying; the platform marks the submission failed without charging it."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """Every resource limit of one sandbox run, explicit and named."""
@@ -46,11 +51,11 @@ class RunStatus(str, enum.Enum):
 
 @dataclass(frozen=True)
 class SandboxRequest:
-    """One run: `files` are placed read-only under /job; `stdin` is written then closed."""
+    """One run of the harness. `stdin` (job envelope line + nonce line, FORMAT.md section 2)
+    is written to the harness, then closed. `device` is "cpu" or "cuda"."""
 
     job_id: str
-    files: Mapping[str, str]
-    stdin: str
+    stdin: bytes
     limits: Limits = field(default_factory=Limits)
     device: str = "cpu"
 
