@@ -1,9 +1,9 @@
 import torch
 
-# Create x = 5.0 so that autograd tracks it.
+# TODO: make autograd track x (it must require gradients).
 x = torch.tensor(5.0)
 
-# Compute y = x ** 2, then backpropagate.
-y = x ** 2
+y = x**2
 
+# TODO: backpropagate from y, then look at the gradient.
 print(x.grad)

@@ -1,5 +1,52 @@
-from django.urls import URLPattern, URLResolver
+from django.contrib.auth import views as auth_views
+from django.urls import URLPattern, URLResolver, path
+
+from web.views import instructor, learner
 
 app_name = "web"
 
-urlpatterns: list[URLPattern | URLResolver] = []
+urlpatterns: list[URLPattern | URLResolver] = [
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(
+            template_name="web/login.html", redirect_authenticated_user=True, next_page="web:home"
+        ),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page="web:login"), name="logout"),
+    path("", learner.home, name="home"),
+    path("modules/<slug:module_slug>/", learner.module_page, name="module"),
+    path(
+        "modules/<slug:module_slug>/<slug:exercise_slug>/",
+        learner.exercise_page,
+        name="exercise",
+    ),
+    path("submissions/<int:submission_id>/", learner.submission_page, name="submission"),
+    path(
+        "submissions/<int:submission_id>/status/",
+        learner.submission_status,
+        name="submission_status",
+    ),
+    path("teach/<slug:module_slug>/", instructor.teach_module, name="teach_module"),
+    path("teach/<slug:module_slug>/grades.csv", instructor.grades_csv, name="grades_csv"),
+    path(
+        "teach/<slug:module_slug>/learners/<int:user_id>/",
+        instructor.teach_learner,
+        name="teach_learner",
+    ),
+    path(
+        "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/",
+        instructor.teach_exercise,
+        name="teach_exercise",
+    ),
+    path(
+        "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/validate/",
+        instructor.validate_exercise,
+        name="validate_exercise",
+    ),
+    path(
+        "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/regrade/",
+        instructor.regrade_exercise,
+        name="regrade_exercise",
+    ),
+]

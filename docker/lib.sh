@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Shared steps of the offline image builds (sourced by build-*-image.sh).
+#
+# No image registry is reachable on our machines, so the base image is a Debian rootfs
+# made with debootstrap and imported with `docker import`, and Python packages come from
+# a local wheel folder filled with `pip download` (PyPI and /opt/wheels are reachable).
+# Where a registry IS reachable, set GRADLAB_DOCKER_BASE=python:3.11-slim and the
+# debootstrap step is skipped.
+set -euo pipefail
+
+GRADLAB_DEBIAN_BASE="${GRADLAB_DEBIAN_BASE:-gradlab-debian-base:bookworm}"
+GRADLAB_DOCKER_BASE="${GRADLAB_DOCKER_BASE:-$GRADLAB_DEBIAN_BASE}"
+GRADLAB_BUILD_CACHE="${GRADLAB_BUILD_CACHE:-/var/cache/gradlab/docker}"
+# Packages of the base: python3.11 with venv (ensurepip) and CA certificates; nothing else.
+DEBIAN_BASE_PACKAGES="python3,python3-venv,ca-certificates"
+
+log() { echo "[gradlab-docker] $*" >&2; }
+
+debian_mirror() {
+  # The mirror apt already uses (deb822 or one-line sources), else the default.
+  local uri
+  uri=$(grep -hs -E '^URIs: .*debian/?$' /etc/apt/sources.list.d/*.sources | head -1 | awk '{print $2}')
+  [ -n "$uri" ] || uri=$(grep -hs -E '^deb .*debian/? bookworm' /etc/apt/sources.list | head -1 | awk '{print $2}')
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+
+ensure_debian_base() {
+  # Builds the debootstrap base image once; a no-op when the image exists or when
+  # GRADLAB_DOCKER_BASE points at a registry image.
+  [ "$GRADLAB_DOCKER_BASE" = "$GRADLAB_DEBIAN_BASE" ] || return 0
+  if docker image inspect "$GRADLAB_DEBIAN_BASE" >/dev/null 2>&1; then return 0; fi
+  command -v debootstrap >/dev/null || {
+    log "debootstrap is missing (apt-get install debootstrap), or set GRADLAB_DOCKER_BASE"
+    return 1
+  }
+  local root
+  root=$(mktemp -d /var/tmp/gradlab-rootfs.XXXXXX)
+  log "debootstrap bookworm into $root from $(debian_mirror) (about a minute)"
+  debootstrap --variant=minbase --include="$DEBIAN_BASE_PACKAGES" bookworm "$root" \
+    "$(debian_mirror)" >"$root.log" 2>&1 || {
+    tail -20 "$root.log" >&2
+    rm -rf "$root"
+    return 1
+  }
+  # Trim what a runtime image never needs (apt lists, docs, man pages, locales).
+  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/usr/share/doc/* \
+    "$root"/usr/share/man/* "$root"/usr/share/info/*
+  find "$root/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' \
+    -exec rm -rf {} + 2>/dev/null || true
+  tar -C "$root" -c . | docker import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'ENV LANG=C.UTF-8' --change 'CMD ["/bin/bash"]' \
+    - "$GRADLAB_DEBIAN_BASE" >/dev/null
+  rm -rf "$root" "$root.log"
+  log "imported $GRADLAB_DEBIAN_BASE"
+}
+
+base_image_id() {
+  # The id of the base image, pulled first when it is a registry image not yet here.
+  if ! docker image inspect "$GRADLAB_DOCKER_BASE" >/dev/null 2>&1; then
+    docker pull -q "$GRADLAB_DOCKER_BASE" >/dev/null
+  fi
+  docker image inspect --format '{{.Id}}' "$GRADLAB_DOCKER_BASE"
+}
+
+# Bumped when the way wheels are downloaded changes: invalidates the wheel caches.
+WHEELS_FORMAT=3
+
+download_pip() {
+  # pip evaluates environment markers with the interpreter it runs on, not the target's
+  # (e.g. redis needs async-timeout only below Python 3.11.3, and bookworm has 3.11.2):
+  # so download with Debian's own python3.11 where there is one, the base's interpreter.
+  local venv="$GRADLAB_BUILD_CACHE/download-venv"
+  if [ -x /usr/bin/python3.11 ] && [ "$GRADLAB_DOCKER_BASE" = "$GRADLAB_DEBIAN_BASE" ]; then
+    [ -x "$venv/bin/pip" ] || /usr/bin/python3.11 -m venv "$venv" >&2
+    echo "$venv/bin/pip"
+  else
+    echo "${GRADLAB_HOST_PIP:-.venv/bin/pip}"
+  fi
+}
+
+download_wheels() {
+  # download_wheels <dest> <requirements file>: binary wheels (with dependencies) for
+  # CPython 3.11 on manylinux x86_64, from PyPI and the local /opt/wheels (PIP_FIND_LINKS).
+  # Cached: skipped when <dest> was filled from the same requirements.
+  local dest=$1 requirements=$2 stamp
+  stamp=$( { echo "format $WHEELS_FORMAT"; cat "$requirements"; } | sha256sum | cut -c1-32)
+  [ -f "$dest/.stamp" ] && [ "$(cat "$dest/.stamp")" = "$stamp" ] && return 0
+  log "downloading wheels for $requirements into $dest"
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  local pip
+  pip=$(download_pip)
+  # The filter drops the noise of a pip.conf naming file:// indexes that do not exist.
+  "$pip" download -q --dest "$dest" --only-binary=:all: --python-version 3.11 \
+    --implementation cp --abi cp311 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 -r "$requirements" \
+    2> >(grep -v -e 'is ignored: it is neither a file nor a directory' >&2)
+  echo "$stamp" >"$dest/.stamp"
+}
+
+content_hash() {
+  # content_hash <file or dir>...: SHA-256 over sorted (path, bytes), stable across machines.
+  local f
+  for f in "$@"; do
+    if [ -d "$f" ]; then
+      find "$f" -type f ! -name '*.pyc' ! -path '*/__pycache__/*' | LC_ALL=C sort
+    else
+      echo "$f"
+    fi
+  done | while read -r path; do
+    printf '%s\0' "$path"
+    sha256sum <"$path" | cut -d' ' -f1
+  done | sha256sum | cut -c1-32
+}
+
+image_with_label() {
+  # image_with_label <repo> <label=value>: id of an image carrying that label, if any.
+  docker image ls -q --filter "reference=$1" --filter "label=$2" | head -1
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# The platform image's roles. Settings come from the environment (see README).
+#   web         gunicorn on 0.0.0.0:$PORT (static files served by whitenoise)
+#   worker      Celery worker for the CPU queue `grading`
+#   worker-gpu  Celery worker for the GPU queue `grading-gpu` (GRADLAB_DEVICE=cuda)
+#   migrate     apply database migrations, then load exercises/ into the database
+#   <other>     run as given (e.g. `python manage.py createsuperuser`)
+set -eu
+cd /app
+case "${1:-web}" in
+web)
+  exec gunicorn config.wsgi:application --bind "0.0.0.0:${PORT:-8000}" \
+    --workers "${WEB_CONCURRENCY:-2}" --timeout "${GUNICORN_TIMEOUT:-60}" \
+    --access-logfile - --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}"
+  ;;
+worker)
+  exec celery -A config.celery_app worker --queues grading \
+    --concurrency "${WORKER_CONCURRENCY:-2}" --loglevel INFO --without-mingle
+  ;;
+worker-gpu)
+  export GRADLAB_DEVICE=cuda
+  exec celery -A config.celery_app worker --queues grading-gpu \
+    --concurrency "${WORKER_CONCURRENCY:-1}" --loglevel INFO --without-mingle
+  ;;
+migrate)
+  python manage.py migrate --noinput
+  python manage.py load_exercises
+  ;;
+*)
+  exec "$@"
+  ;;
+esac

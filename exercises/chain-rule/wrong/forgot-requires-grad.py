@@ -1,0 +1,7 @@
+import torch
+
+x = torch.tensor(2.0)
+y = 3 * x + 4
+z = y**2
+z.backward()
+print(x.grad)

@@ -1,0 +1,17 @@
+import torch
+
+
+class SiLUFunction(torch.autograd.Function):
+    """f(x) = x * sigmoid(x), with a hand-written backward pass."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        # product rule: d/dx [x * s(x)] = s + x * s * (1 - s)
+        return grad_output * (s + x * s * (1 - s))

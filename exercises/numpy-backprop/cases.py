@@ -1,0 +1,109 @@
+"""Hidden inputs for numpy-backprop: float64 weights and a batch for the 2-layer network
+
+    z1 = x @ W1.T + b1,  a1 = sigmoid(z1),  z2 = a1 @ W2.T + b2,
+    loss = mean_i( -log_softmax(z2)[i, y_true[i]] )
+
+run() hands copies of the arrays to the learner's manual_backward and returns the four
+gradients as it returned them, plus the gradients two known mistakes would give
+(variants). A torch tensor instead of a NumPy array is reported as the wrong type.
+"""
+
+import numpy as np
+import torch
+
+KEYS = ("W1", "b1", "W2", "b2")
+
+# (n samples, d inputs, h hidden units, c classes, weight scale) after the visible case.
+PLAN = [
+    (1, 2, 4, 2, 1.0),  # one sample, as in the course notes
+    (3, 1, 1, 2, 1.0),  # shapes of 1
+    (6, 3, 5, 5, 1.0),
+    (4, 2, 3, 3, 3.0),  # larger weights: saturated sigmoids, peaked softmax
+    (8, 4, 6, 3, 0.5),
+]
+
+
+def generate(seed, trials):
+    rng = np.random.default_rng(seed)
+    cases = [_visible()]
+    while len(cases) < trials:
+        index = len(cases) - 1
+        if index < len(PLAN):
+            n, d, h, c, scale = PLAN[index]
+        else:
+            n, d, h, c = (int(v) for v in rng.integers(1, 7, size=4))
+            n, c, scale = n + 1, c + 1, 1.0
+        cases.append(_case(rng, n, d, h, c, scale))
+    return cases[:trials]
+
+
+def _visible():
+    return {
+        "visible": True,
+        "W1": np.array([[0.5, -0.3], [0.8, 0.2], [-0.6, 0.4], [0.1, -0.9]]),
+        "b1": np.array([0.1, -0.2, 0.0, 0.3]),
+        "W2": np.array([[0.7, -0.5, 0.2, 0.4], [-0.3, 0.6, -0.8, 0.1]]),
+        "b2": np.array([0.05, -0.05]),
+        "x": np.array([[1.0, 2.0], [-1.0, 0.5], [0.0, -1.5]]),
+        "y_true": np.array([0, 1, 1]),
+    }
+
+
+def _case(rng, n, d, h, c, scale):
+    labels = rng.integers(0, c, size=n)
+    if n >= 3:
+        labels[-1] = c - 1  # the last class always appears
+    return {
+        "visible": False,
+        "W1": scale * rng.standard_normal((h, d)),
+        "b1": scale * rng.standard_normal(h),
+        "W2": scale * rng.standard_normal((c, h)),
+        "b2": scale * rng.standard_normal(c),
+        "x": rng.standard_normal((n, d)),
+        "y_true": labels.astype(np.int64),
+    }
+
+
+def run(entry, case):
+    arrays = {key: np.array(_numpy(case[key]), dtype=np.float64) for key in (*KEYS, "x")}
+    labels = np.array(_numpy(case["y_true"]), dtype=np.int64)
+    result = entry(
+        arrays["W1"].copy(),
+        arrays["b1"].copy(),
+        arrays["W2"].copy(),
+        arrays["b2"].copy(),
+        arrays["x"].copy(),
+        labels.copy(),
+    )
+    observations = {}
+    for key in KEYS:
+        observations[key] = result.get(key) if isinstance(result, dict) else result
+    n = labels.shape[0]
+    right = _gradients(arrays, labels, sigmoid_derivative=True)
+    no_derivative = _gradients(arrays, labels, sigmoid_derivative=False)
+    for key in KEYS:
+        observations[f"_{key}_sum"] = right[key] * n
+    for key in ("W1", "b1"):
+        observations[f"_{key}_no_sigmoid_derivative"] = no_derivative[key]
+    return observations
+
+
+def _numpy(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return value
+
+
+def _gradients(arrays, labels, *, sigmoid_derivative):
+    W1, b1, W2, b2, x = (arrays[key] for key in (*KEYS, "x"))
+    n = x.shape[0]
+    a1 = 1.0 / (1.0 + np.exp(-(x @ W1.T + b1)))
+    z2 = a1 @ W2.T + b2
+    probs = np.exp(z2 - z2.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    dz2 = probs.copy()
+    dz2[np.arange(n), labels] -= 1.0
+    dz2 /= n
+    da1 = dz2 @ W2
+    dz1 = da1 * a1 * (1.0 - a1) if sigmoid_derivative else da1
+    return {"W1": dz1.T @ x, "b1": dz1.sum(axis=0), "W2": dz2.T @ a1, "b2": dz2.sum(axis=0)}

@@ -1,0 +1,8 @@
+import torch
+
+x = torch.tensor(2.0, requires_grad=True)
+y = 3 * x
+loss = y**2
+loss.backward()
+print("x.grad:", x.grad)
+print("y.grad:", y.grad)

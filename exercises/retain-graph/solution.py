@@ -1,0 +1,15 @@
+import torch
+
+x = torch.tensor(2.0, requires_grad=True)
+y = x**2
+
+y.backward(retain_graph=True)
+print(x.grad)
+y.backward()
+print(x.grad)
+
+try:
+    y.backward()
+except RuntimeError as error:
+    double_backward_error = str(error)
+print(double_backward_error)

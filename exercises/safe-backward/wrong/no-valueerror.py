@@ -1,0 +1,5 @@
+import torch
+
+
+def backward_any(y):
+    y.backward(torch.ones_like(y))

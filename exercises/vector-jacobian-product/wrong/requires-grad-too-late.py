@@ -1,0 +1,8 @@
+import torch
+
+
+def vjp(f, x, v):
+    y = f(x)
+    x.requires_grad_(True)
+    y.backward(v)
+    return x.grad

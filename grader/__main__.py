@@ -1,0 +1,167 @@
+"""Instructor CLI.
+
+    python -m grader check exercises/<slug>       validate one package
+    python -m grader check exercises/             validate every package (and module.toml)
+    python -m grader run exercises/<slug> answer.py [--json]   grade one answer
+
+The backend comes from GRADLAB_SANDBOX (default bubblewrap), the device from
+GRADLAB_DEVICE (default cpu), the reference cache from GRADLAB_CACHE_DIR. The seed
+defaults to grader.engine.DEV_SEED (a fixed development seed); `--seed` overrides it.
+Exit status: 0 when everything is as declared / the answer passes, 1 otherwise, 2 for
+a malformed package or bad arguments, 3 for a sandbox fault.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from grader.cache import ReferenceCache
+from grader.engine import DEV_SEED, GradeJob, Validation, grade, validate_package
+from grader.protocol import ExerciseError, InfrastructureError, Report
+from grader.sandbox import get_backend
+from grader.sandbox.base import Sandbox
+from grader.spec import MANIFEST, MODULE_MANIFEST, PackageError, load_module, load_package
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
+
+
+def _sandbox() -> Sandbox:
+    return get_backend(os.environ.get("GRADLAB_SANDBOX", "bubblewrap"))
+
+
+def _device() -> str:
+    return os.environ.get("GRADLAB_DEVICE", "cpu")
+
+
+def _check_one(path: Path, sandbox: Sandbox, cache: ReferenceCache, seed: int) -> bool:
+    try:
+        package = load_package(path)
+    except PackageError as error:
+        print(f"FAIL {path.name}: {error}")
+        return False
+    validation: Validation = validate_package(package, sandbox=sandbox, cache=cache, seed=seed)
+    print(validation.summary(), flush=True)
+    return validation.ok
+
+
+def _check_module(root: Path) -> tuple[bool, list[Path]]:
+    packages = sorted(p for p in root.iterdir() if (p / MANIFEST).is_file())
+    if not (root / MODULE_MANIFEST).is_file():
+        return True, packages
+    try:
+        module = load_module(root)
+    except PackageError as error:
+        print(f"FAIL {MODULE_MANIFEST}: {error}")
+        return False, packages
+    present = {p.name for p in packages}
+    missing = [slug for slug in module.exercises if slug not in present]
+    unlisted = sorted(present - set(module.exercises))
+    ok = not unlisted
+    note = f"{len(module.exercises)} exercises listed, {len(present)} present"
+    if missing:
+        note += f"; not written yet: {', '.join(missing)}"
+    if unlisted:
+        note += f"; not listed in {MODULE_MANIFEST}: {', '.join(unlisted)}"
+    print(f"{'ok  ' if ok else 'FAIL'} {MODULE_MANIFEST} ({module.slug}): {note}")
+    return ok, packages
+
+
+def command_check(args: argparse.Namespace) -> int:
+    root = Path(args.path)
+    sandbox, cache = _sandbox(), ReferenceCache()
+    if (root / MANIFEST).is_file():
+        return EXIT_OK if _check_one(root, sandbox, cache, args.seed) else EXIT_FAILED
+    if not root.is_dir():
+        print(f"{root}: not an exercise package or a folder of packages", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    ok, packages = _check_module(root)
+    if not packages:
+        print(f"{root}: no exercise packages found", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    results = [_check_one(path, sandbox, cache, args.seed) for path in packages]
+    passed = sum(results)
+    print(f"{passed}/{len(results)} packages valid")
+    return EXIT_OK if ok and all(results) else EXIT_FAILED
+
+
+def format_report(report: Report) -> str:
+    lines = [
+        f"status: {report.status}   score: {report.score:g}/{report.max_score:g}   "
+        f"passed: {'yes' if report.passed else 'no'}   ({report.duration_s:.2f} s, "
+        f"{report.runtime})"
+    ]
+    if report.message:
+        lines.append(f"message: {report.message}")
+    for check in report.checks:
+        mark = "PASS" if check.passed else "FAIL"
+        lines.append(f"  {mark} {check.score:g}/{check.max_score:g}  {check.name}")
+        lines.append(f"        {check.message}")
+        if check.diagnosis:
+            lines.append(f"        diagnosis: {check.diagnosis} - {check.hint}")
+    if report.exception:
+        error = report.exception
+        lines.append(f"exception: {error.get('type')}: {error.get('message')}")
+        if error.get("traceback"):
+            lines.append(str(error["traceback"]).rstrip())
+    if report.curves:
+        lines.append(f"loss curve (yours): {report.curves['learner']}")
+        lines.append(f"loss curve (reference): {report.curves['reference']}")
+    if report.stdout:
+        lines.append("output:")
+        lines.extend(f"  | {line}" for line in report.stdout.rstrip("\n").splitlines())
+    return "\n".join(lines)
+
+
+def command_run(args: argparse.Namespace) -> int:
+    package = load_package(args.package)
+    try:
+        code = Path(args.answer).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"{args.answer}: cannot be read ({error})", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    job = GradeJob(package=package, code=code, seed=args.seed, device=_device())
+    report = grade(job, sandbox=_sandbox(), cache=ReferenceCache())
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(format_report(report))
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n")[0])
+    commands = main.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="validate exercise packages")
+    check.add_argument("path", help="exercises/<slug> or exercises/")
+    check.add_argument("--seed", type=int, default=DEV_SEED, help=f"default {DEV_SEED}")
+    check.set_defaults(handler=command_check)
+    run = commands.add_parser("run", help="grade one answer and print the report")
+    run.add_argument("package", help="exercises/<slug>")
+    run.add_argument("answer", help="the answer's .py file")
+    run.add_argument("--seed", type=int, default=DEV_SEED, help=f"default {DEV_SEED}")
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.set_defaults(handler=command_run)
+    return main
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except PackageError as error:
+        print(f"malformed package: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ExerciseError as error:
+        print(f"broken exercise: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except InfrastructureError as error:
+        print(f"sandbox fault: {error}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,500 @@
+"""The capture: find the framed result in a sandbox's stdout and validate it.
+
+Everything that comes out of a sandbox is untrusted: `parse_result` checks the frame,
+the nonce, the length and the size, parses JSON (never pickle) and validates every
+field the checks read (types, nesting depth, sizes) into frozen, typed objects.
+Anything malformed raises `CaptureError`, which the engine turns into a failed run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Union
+
+FRAME = b"GRADLAB-RESULT"
+MAX_RESULT_BYTES = 4_000_000
+MAX_DEPTH = 12
+MAX_STRING = 100_000
+MAX_ELEMENTS = 1_000_000  # values in one tensor's data
+MAX_ITEMS = 10_000  # items of one list/dict
+MAX_CALLS = 10_000
+MAX_CASES = 100
+MAX_DIMS = 16
+FRAME_PATTERN = re.compile(rb"GRADLAB-RESULT ([0-9a-f]{32}) ([0-9]{1,9})\n")
+DTYPES = frozenset(
+    {
+        "float64", "float32", "float16", "bfloat16", "complex64", "complex128",
+        "int64", "int32", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool",
+    }
+)  # fmt: skip
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+class CaptureError(ValueError):
+    """The sandbox's output is missing, forged or malformed."""
+
+
+# -- typed values --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    dtype: str
+    shape: tuple[int, ...]
+    device: str
+    data: tuple[float | int | bool, ...]
+    requires_grad: bool = False
+    is_leaf: bool = True
+    grad_fn: str | None = None
+    grad: TensorValue | None = None
+    truncated: bool = False
+    kind: str = "tensor"
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def device_type(self) -> str:
+        return self.device.split(":")[0]
+
+    def floats(self) -> list[float]:
+        return [float(v) for v in self.data]
+
+
+@dataclass(frozen=True)
+class NdarrayValue:
+    dtype: str
+    shape: tuple[int, ...]
+    data: tuple[float | int | bool, ...]
+    truncated: bool = False
+    kind: str = "ndarray"
+
+    def floats(self) -> list[float]:
+        return [float(v) for v in self.data]
+
+
+@dataclass(frozen=True)
+class ScalarValue:
+    """number, bool, str and none."""
+
+    kind: str
+    value: float | int | bool | str | None
+
+
+@dataclass(frozen=True)
+class ListValue:
+    items: tuple[Value, ...]
+    kind: str = "list"
+
+
+@dataclass(frozen=True)
+class DictValue:
+    items: Mapping[str, Value]
+    kind: str = "dict"
+
+
+@dataclass(frozen=True)
+class ModuleValue:
+    type: str
+    params: Mapping[str, TensorValue]
+    kind: str = "module"
+
+
+@dataclass(frozen=True)
+class ExceptionValue:
+    type: str
+    message: str
+    kind: str = "exception"
+
+
+@dataclass(frozen=True)
+class ObjectValue:
+    type: str
+    kind: str = "object"
+
+
+Value = Union[  # noqa: UP007  (a runtime alias of a union of frozen dataclasses)
+    TensorValue, NdarrayValue, ScalarValue, ListValue, DictValue, ModuleValue,
+    ExceptionValue, ObjectValue,
+]  # fmt: skip
+
+
+# -- run records ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    type: str
+    message: str
+    line: int | None = None
+    traceback: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "message": self.message,
+            "line": self.line,
+            "traceback": self.traceback,
+        }
+
+
+@dataclass(frozen=True)
+class BackwardCall:
+    api: str
+    loss: float | None
+    loss_shape: tuple[int, ...] | None
+    gradient_given: bool
+    retain_graph: bool | None
+    grads_before: Mapping[str, Value | None]
+    grads_after: Mapping[str, Value | None]
+    error: ErrorInfo | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Termination:
+    reason: str  # "exit" | "signal" | "result-too-large" | "harness-error"
+    code: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Case:
+    visible: bool
+    observations: Mapping[str, Value]
+    exception: ErrorInfo | None
+    backward_calls: tuple[BackwardCall, ...]
+    stdout: str
+    input: Mapping[str, Any] | None = None  # reference captures only: the encoded case
+
+
+@dataclass(frozen=True)
+class Capture:
+    kind: str
+    torch: str
+    device: str
+    variables: Mapping[str, Value]
+    backward_calls: tuple[BackwardCall, ...]
+    optimizer_steps: int
+    stdout: str
+    stdout_truncated: bool
+    exception: ErrorInfo | None
+    duration_s: float
+    terminated: Termination | None = None
+    defined: Mapping[str, bool] = field(default_factory=dict)
+    cases: tuple[Case, ...] = ()
+    stderr: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def successful_calls(self) -> tuple[BackwardCall, ...]:
+        return tuple(c for c in self.backward_calls if c.ok)
+
+
+# -- the frame -----------------------------------------------------------------------
+
+
+def parse_result(stdout: bytes, nonce: str, *, max_bytes: int = MAX_RESULT_BYTES) -> Capture:
+    """Finds `GRADLAB-RESULT <nonce> <length>` and validates the JSON after it."""
+    header = f"GRADLAB-RESULT {nonce} ".encode("ascii")
+    start = stdout.find(header)
+    if start < 0:
+        raise CaptureError("no result frame in the sandbox's output")
+    match = FRAME_PATTERN.match(stdout, start)
+    if match is None or match.group(1).decode() != nonce:
+        raise CaptureError("malformed result frame")
+    length = int(match.group(2))
+    if length > max_bytes:
+        raise CaptureError(f"result of {length} bytes exceeds the cap of {max_bytes}")
+    body = stdout[match.end() : match.end() + length]
+    if len(body) != length:
+        raise CaptureError("result shorter than its frame announces")
+    try:
+        raw = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise CaptureError(f"result is not valid JSON ({error})") from None
+    return validate_capture(raw)
+
+
+def validate_capture(raw: Any) -> Capture:
+    """Validates a decoded capture (also used for captures read back from the cache)."""
+    try:
+        return _capture(raw)
+    except CaptureError:
+        raise
+    except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as error:
+        raise CaptureError(f"malformed capture ({type(error).__name__}: {error})") from None
+
+
+def _capture(raw: Any) -> Capture:
+    obj = _dict(raw, "capture")
+    if obj.get("protocol") != 1:
+        raise CaptureError("capture: unsupported protocol")
+    kind = _choice(obj.get("kind"), ("script", "function"), "capture.kind")
+    variables = _dict(obj.get("variables", {}), "variables")
+    cases_raw = _list(obj.get("cases", []), "cases", MAX_CASES)
+    defined = _dict(obj.get("defined", {}), "defined")
+    return Capture(
+        kind=kind,
+        torch=_str(obj.get("torch", ""), "torch"),
+        device=_str(obj.get("device", "cpu"), "device"),
+        variables=MappingProxyType(
+            {_str(k, "variables"): value(v, f"variables.{k}") for k, v in variables.items()}
+        ),
+        backward_calls=_calls(obj.get("backward_calls", []), "backward_calls"),
+        optimizer_steps=_int(obj.get("optimizer_steps", 0), "optimizer_steps"),
+        stdout=_str(obj.get("stdout", ""), "stdout"),
+        stdout_truncated=_bool(obj.get("stdout_truncated", False), "stdout_truncated"),
+        exception=_error(obj.get("exception"), "exception"),
+        duration_s=_float(obj.get("duration_s", 0.0), "duration_s"),
+        terminated=_termination(obj.get("terminated")),
+        defined=MappingProxyType({_str(k, "defined"): _bool(v, k) for k, v in defined.items()}),
+        cases=tuple(_case(c, f"cases[{i}]") for i, c in enumerate(cases_raw)),
+        stderr=_str(obj.get("stderr", ""), "stderr"),
+        raw=obj,
+    )
+
+
+def _termination(raw: Any) -> Termination | None:
+    if raw is None:
+        return None
+    obj = _dict(raw, "terminated")
+    return Termination(
+        reason=_str(obj.get("reason", ""), "terminated.reason"),
+        code=_int(obj.get("code", 0), "terminated.code", signed=True),
+        message=_str(obj.get("message", ""), "terminated.message"),
+    )
+
+
+def _case(raw: Any, where: str) -> Case:
+    obj = _dict(raw, where)
+    observations = _dict(obj.get("observations", {}), f"{where}.observations")
+    case_input = obj.get("input")
+    if case_input is not None:
+        value(case_input, f"{where}.input")  # validates the shape of the encoded case
+    return Case(
+        visible=_bool(obj.get("visible", False), f"{where}.visible"),
+        observations=MappingProxyType(
+            {_str(k, where): value(v, f"{where}.observations.{k}") for k, v in observations.items()}
+        ),
+        exception=_error(obj.get("exception"), f"{where}.exception"),
+        backward_calls=_calls(obj.get("backward_calls", []), f"{where}.backward_calls"),
+        stdout=_str(obj.get("stdout", ""), f"{where}.stdout"),
+        input=case_input,
+    )
+
+
+def _calls(raw: Any, where: str) -> tuple[BackwardCall, ...]:
+    return tuple(_call(c, f"{where}[{i}]") for i, c in enumerate(_list(raw, where, MAX_CALLS)))
+
+
+def _call(raw: Any, where: str) -> BackwardCall:
+    obj = _dict(raw, where)
+    loss = obj.get("loss")
+    shape = obj.get("loss_shape")
+    retain = obj.get("retain_graph")
+    return BackwardCall(
+        api=_choice(
+            obj.get("api"), ("Tensor.backward", "autograd.backward", "autograd.grad"), where
+        ),
+        loss=None if loss is None else _float(loss, f"{where}.loss"),
+        loss_shape=None if shape is None else _shape(shape, f"{where}.loss_shape"),
+        gradient_given=_bool(obj.get("gradient_given", False), f"{where}.gradient_given"),
+        retain_graph=None if retain is None else _bool(retain, f"{where}.retain_graph"),
+        grads_before=_grads(obj.get("grads_before", {}), f"{where}.grads_before"),
+        grads_after=_grads(obj.get("grads_after", {}), f"{where}.grads_after"),
+        error=_error(obj.get("error"), f"{where}.error"),
+    )
+
+
+def _grads(raw: Any, where: str) -> Mapping[str, Value | None]:
+    obj = _dict(raw, where)
+    return MappingProxyType(
+        {_str(k, where): None if v is None else value(v, f"{where}.{k}") for k, v in obj.items()}
+    )
+
+
+def _error(raw: Any, where: str) -> ErrorInfo | None:
+    if raw is None:
+        return None
+    obj = _dict(raw, where)
+    line = obj.get("line")
+    return ErrorInfo(
+        type=_str(obj.get("type"), f"{where}.type"),
+        message=_str(obj.get("message", ""), f"{where}.message"),
+        line=None if line is None else _int(line, f"{where}.line"),
+        traceback=_str(obj.get("traceback", ""), f"{where}.traceback"),
+    )
+
+
+# -- values --------------------------------------------------------------------------
+
+
+def value(raw: Any, where: str, depth: int = 0) -> Value:
+    """Validates one tagged value (FORMAT.md section 3)."""
+    if depth > MAX_DEPTH:
+        raise CaptureError(f"{where}: nested too deeply")
+    obj = _dict(raw, where)
+    kind = obj.get("kind")
+    if kind == "tensor":
+        return _tensor(obj, where, depth)
+    if kind == "ndarray":
+        dtype = _str(obj.get("dtype"), f"{where}.dtype")
+        shape = _shape(obj.get("shape"), f"{where}.shape")
+        truncated = _bool(obj.get("truncated", False), f"{where}.truncated")
+        data = _data(obj.get("data"), shape, truncated, where, complex_values=False)
+        return NdarrayValue(dtype=dtype, shape=shape, data=data, truncated=truncated)
+    if kind in ("number", "bool", "str", "none"):
+        return _scalar(kind, obj.get("value"), where)
+    if kind == "list":
+        items = _list(obj.get("items"), f"{where}.items", MAX_ITEMS)
+        return ListValue(tuple(value(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(items)))
+    if kind == "dict":
+        items_raw = _dict(obj.get("items"), f"{where}.items")
+        if len(items_raw) > MAX_ITEMS:
+            raise CaptureError(f"{where}: too many items")
+        return DictValue(
+            MappingProxyType(
+                {_str(k, where): value(v, f"{where}.{k}", depth + 1) for k, v in items_raw.items()}
+            )
+        )
+    if kind == "module":
+        params = _dict(obj.get("params", {}), f"{where}.params")
+        typed = {}
+        for name, param in params.items():
+            tensor = value(param, f"{where}.params.{name}", depth + 1)
+            if not isinstance(tensor, TensorValue):
+                raise CaptureError(f"{where}.params.{name}: must be a tensor")
+            typed[_str(name, where)] = tensor
+        return ModuleValue(type=_str(obj.get("type"), where), params=MappingProxyType(typed))
+    if kind == "exception":
+        return ExceptionValue(
+            type=_str(obj.get("type"), f"{where}.type"),
+            message=_str(obj.get("message", ""), f"{where}.message"),
+        )
+    if kind == "object":
+        return ObjectValue(type=_str(obj.get("type", "object"), f"{where}.type"))
+    raise CaptureError(f"{where}: unknown value kind {kind!r}")
+
+
+def _tensor(obj: Mapping[str, Any], where: str, depth: int) -> TensorValue:
+    dtype = _str(obj.get("dtype"), f"{where}.dtype")
+    if dtype not in DTYPES:
+        raise CaptureError(f"{where}.dtype: unknown dtype {dtype!r}")
+    shape = _shape(obj.get("shape"), f"{where}.shape")
+    truncated = _bool(obj.get("truncated", False), f"{where}.truncated")
+    grad = obj.get("grad")
+    grad_value = None
+    if grad is not None:
+        grad_value = value(grad, f"{where}.grad", depth + 1)
+        if not isinstance(grad_value, TensorValue):
+            raise CaptureError(f"{where}.grad: must be a tensor or null")
+    grad_fn = obj.get("grad_fn")
+    return TensorValue(
+        dtype=dtype,
+        shape=shape,
+        device=_str(obj.get("device", "cpu"), f"{where}.device"),
+        data=_data(obj.get("data"), shape, truncated, where, complex_values=dtype.startswith("c")),
+        requires_grad=_bool(obj.get("requires_grad", False), f"{where}.requires_grad"),
+        is_leaf=_bool(obj.get("is_leaf", True), f"{where}.is_leaf"),
+        grad_fn=None if grad_fn is None else _str(grad_fn, f"{where}.grad_fn"),
+        grad=grad_value,
+        truncated=truncated,
+    )
+
+
+def _data(
+    raw: Any, shape: tuple[int, ...], truncated: bool, where: str, *, complex_values: bool
+) -> tuple[float | int | bool, ...]:
+    items = _list(raw, f"{where}.data", MAX_ELEMENTS)
+    expected = math.prod(shape) * (2 if complex_values else 1)
+    if (not truncated and len(items) != expected) or len(items) > expected:
+        raise CaptureError(f"{where}.data: {len(items)} values for shape {list(shape)}")
+    return tuple(_element(v, where) for v in items)
+
+
+def _element(raw: Any, where: str) -> float | int | bool:
+    if isinstance(raw, bool | int | float):
+        return raw
+    if isinstance(raw, str) and raw in NON_FINITE:
+        return NON_FINITE[raw]
+    raise CaptureError(f"{where}.data: {raw!r} is not a number")
+
+
+def _scalar(kind: str, raw: Any, where: str) -> ScalarValue:
+    if kind == "none":
+        return ScalarValue("none", None)
+    if kind == "bool":
+        return ScalarValue("bool", _bool(raw, where))
+    if kind == "str":
+        return ScalarValue("str", _str(raw, where))
+    return ScalarValue("number", _number(raw, where))
+
+
+def _number(raw: Any, where: str) -> float | int:
+    if isinstance(raw, str) and raw in NON_FINITE:
+        return NON_FINITE[raw]
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return raw
+    raise CaptureError(f"{where}: must be a number")
+
+
+# -- primitives ----------------------------------------------------------------------
+
+
+def _dict(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise CaptureError(f"{where}: must be an object")
+    return raw
+
+
+def _list(raw: Any, where: str, limit: int) -> list[Any]:
+    if not isinstance(raw, list):
+        raise CaptureError(f"{where}: must be a list")
+    if len(raw) > limit:
+        raise CaptureError(f"{where}: more than {limit} items")
+    return raw
+
+
+def _str(raw: Any, where: str) -> str:
+    if not isinstance(raw, str):
+        raise CaptureError(f"{where}: must be a string")
+    if len(raw) > MAX_STRING:
+        raise CaptureError(f"{where}: string too long")
+    return raw
+
+
+def _bool(raw: Any, where: str) -> bool:
+    if not isinstance(raw, bool):
+        raise CaptureError(f"{where}: must be true or false")
+    return raw
+
+
+def _int(raw: Any, where: str, *, signed: bool = False) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or (raw < 0 and not signed):
+        raise CaptureError(f"{where}: must be a non-negative integer")
+    return raw
+
+
+def _float(raw: Any, where: str) -> float:
+    return float(_number(raw, where))
+
+
+def _shape(raw: Any, where: str) -> tuple[int, ...]:
+    items = _list(raw, where, MAX_DIMS)
+    return tuple(_int(v, where) for v in items)
+
+
+def _choice(raw: Any, choices: tuple[str, ...], where: str) -> str:
+    if raw not in choices:
+        raise CaptureError(f"{where}: must be one of {list(choices)}")
+    return raw

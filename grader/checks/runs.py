@@ -1,0 +1,274 @@
+"""Checks on what happened during the run: backward calls, gradient history, the loss
+curve, fresh gradients, exceptions, printed output."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from grader import diagnose
+from grader.capture import BackwardCall, Capture
+from grader.checks.base import (
+    NUMBER_TOLERANCE,
+    Outcome,
+    Tolerance,
+    Trial,
+    accumulated,
+    compare_values,
+    each_trial,
+    failed,
+    fmt_number,
+    passed,
+    show,
+    stale_names,
+)
+from grader.spec import CheckSpec
+
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan", re.IGNORECASE)
+PRINTED_RTOL = 1e-3  # a printed loss may be rounded to about 4 significant digits
+SHOWN_LOSSES = 6
+
+
+def _calls_word(count: int) -> str:
+    return f"{count} successful backward call" + ("" if count == 1 else "s")
+
+
+def check_backward_calls(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    facts = [f for f in ("count", "retain_graph", "gradient_given") if spec.option(f)]
+    facts = facts or ["count"]
+
+    def one(trial: Trial) -> Outcome:
+        mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+        if len(mine) != len(theirs):
+            return failed(
+                f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial)
+            )
+        for fact in ("retain_graph", "gradient_given"):
+            if fact not in facts:
+                continue
+            got = [bool(getattr(c, fact)) for c in mine]
+            want = [bool(getattr(c, fact)) for c in theirs]
+            for index, (a, b) in enumerate(zip(got, want, strict=True)):
+                if a != b:
+                    return failed(
+                        f"backward call {index + 1}: {fact} is {a}, expected {b}",
+                        "freed-graph" if fact == "retain_graph" and b else "wrong-value",
+                    )
+        return passed(f"{_calls_word(len(mine))}, as expected")
+
+    return each_trial(learner, reference, one, "backward calls as expected")
+
+
+def _count_slug(trial: Trial) -> str:
+    mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+    if len(mine) > len(theirs) and accumulated(trial):
+        return "forgot-zero-grad"
+    if not mine and not trial.learner_calls and trial.learner_exception is None:
+        return "hard-coded"
+    return "wrong-value"
+
+
+def check_grad_history(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    target = spec.target or ""
+    tolerance = Tolerance.of(spec)
+
+    def one(trial: Trial) -> Outcome:
+        mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+        stale = any(stale_names(c, [target]) for c in mine) and not any(
+            stale_names(c, [target]) for c in theirs
+        )
+        for index, want_call in enumerate(theirs):
+            if index >= len(mine):
+                return failed(
+                    f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial)
+                )
+            got = mine[index].grads_after.get(target)
+            want = want_call.grads_after.get(target)
+            if want is not None and got is None:
+                return failed(
+                    f"after backward call {index + 1}: {target}.grad is None, "
+                    f"expected {show(want)}",
+                    "graph-broken",
+                )
+            diff = compare_values(got, want, tolerance, accumulated=stale or accumulated(trial))
+            if diff is not None:
+                return failed(
+                    f"after backward call {index + 1}: {target}.grad {diff.message}",
+                    "forgot-zero-grad" if stale and diff.slug == "wrong-value" else diff.slug,
+                )
+        if len(mine) > len(theirs):
+            return failed(f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial))
+        return passed(f"{target}.grad is correct after every backward call")
+
+    return each_trial(learner, reference, one, f"{target}.grad history is correct")
+
+
+def losses(calls: Sequence[BackwardCall]) -> list[float]:
+    return [c.loss for c in calls if c.ok and c.loss is not None]
+
+
+def _shown(values: Sequence[float]) -> str:
+    head = ", ".join(fmt_number(v) for v in values[:SHOWN_LOSSES])
+    return f"[{head}{', ...' if len(values) > SHOWN_LOSSES else ''}] ({len(values)} steps)"
+
+
+def check_loss_curve(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    mode = spec.option("mode", "pointwise")
+
+    def one(trial: Trial) -> Outcome:
+        mine = losses(trial.learner_calls)
+        if any(not math.isfinite(v) for v in mine):
+            return failed(f"the loss became NaN or infinite: {_shown(mine)}", "loss-diverges")
+        if mode == "properties":
+            return _properties(mine, spec, trial)
+        return _pointwise(mine, losses(trial.reference_calls), spec, trial)
+
+    return each_trial(learner, reference, one, "the loss curve is as expected")
+
+
+def _curve_slug(mine: Sequence[float], trial: Trial) -> str:
+    shape = diagnose.curve_slug(mine)
+    if shape == "loss-diverges":
+        return shape
+    if accumulated(trial):
+        return "forgot-zero-grad"
+    return shape or "wrong-value"
+
+
+def _pointwise(mine: list[float], theirs: list[float], spec: CheckSpec, trial: Trial) -> Outcome:
+    rtol = spec.option("rtol", NUMBER_TOLERANCE[0])
+    atol = spec.option("atol", NUMBER_TOLERANCE[1])
+    if len(mine) != len(theirs):
+        return failed(
+            f"{len(mine)} losses recorded, expected {len(theirs)}: got {_shown(mine)}, "
+            f"expected {_shown(theirs)}",
+            _curve_slug(mine, trial) if mine else "wrong-value",
+        )
+    for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        if not diagnose.close(a, b, rtol, atol):
+            return failed(
+                f"step {index + 1}: loss {fmt_number(a)}, expected {fmt_number(b)}; "
+                f"got {_shown(mine)}, expected {_shown(theirs)}",
+                _curve_slug(mine, trial),
+            )
+    return passed(f"the loss curve matches the reference ({len(mine)} steps)")
+
+
+def _properties(mine: list[float], spec: CheckSpec, trial: Trial) -> Outcome:
+    if not mine:
+        return failed("no loss was recorded: no backward() on a scalar loss ran", "loss-flat")
+    min_steps, max_steps = spec.option("min_steps"), spec.option("max_steps")
+    if min_steps is not None and len(mine) < min_steps:
+        return failed(f"{len(mine)} training steps, expected at least {min_steps}")
+    if max_steps is not None and len(mine) > max_steps:
+        return failed(f"{len(mine)} training steps, expected at most {max_steps}")
+    if spec.option("falls") and diagnose.curve_slug(mine) is not None:
+        return failed(f"the loss does not fall: {_shown(mine)}", _curve_slug(mine, trial))
+    below = spec.option("final_below")
+    if below is not None and not mine[-1] < below:
+        return failed(
+            f"the final loss {fmt_number(mine[-1])} is not below {fmt_number(below)}: "
+            f"{_shown(mine)}",
+            _curve_slug(mine, trial) if diagnose.curve_slug(mine) else "loss-flat",
+        )
+    return passed(f"the loss curve has the expected properties: {_shown(mine)}")
+
+
+def check_fresh_grads(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    names = spec.option("names")
+
+    def one(trial: Trial) -> Outcome:
+        for index, call in enumerate(trial.ok_learner_calls):
+            stale = stale_names(call, names)
+            if stale:
+                return failed(
+                    f"before backward call {index + 1}, {stale[0]}.grad still held "
+                    f"{show(call.grads_before[stale[0]])} from an earlier call",
+                    "forgot-zero-grad",
+                )
+        return passed("gradients were cleared before every backward call")
+
+    return each_trial(learner, reference, one, "gradients were cleared before every backward")
+
+
+def check_raises(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    def one(trial: Trial) -> Outcome:
+        mine, theirs = trial.learner_exception, trial.reference_exception
+        if theirs is None and mine is None:
+            return passed("no exception, as expected")
+        if theirs is None and mine is not None:
+            return failed(f"raised {mine.type}: {mine.message}", "crashed")
+        assert theirs is not None
+        if mine is None:
+            return failed(f"expected {theirs.type} to be raised, but nothing was raised")
+        if mine.type != theirs.type:
+            return failed(f"raised {mine.type}, expected {theirs.type}")
+        return passed(f"raised {theirs.type}, as expected")
+
+    return each_trial(learner, reference, one, "exceptions as expected")
+
+
+def _numbers(text: str) -> list[tuple[float, str]]:
+    return [(float(m.group(0)), m.group(0)) for m in NUMBER.finditer(text)]
+
+
+def _printed_matches(printed: tuple[float, str], loss: float) -> bool:
+    value, text = printed
+    if diagnose.close(value, loss, PRINTED_RTOL, 1e-6):
+        return True
+    decimals = len(text.split(".")[1]) if "." in text and "e" not in text.lower() else 0
+    return "." in text and abs(value - loss) <= 0.5 * 10.0**-decimals + 1e-12
+
+
+def check_stdout(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    mode = spec.option("mode", "exact")
+
+    def one(trial: Trial) -> Outcome:
+        if mode == "losses":
+            return _printed_losses(trial)
+        mine, theirs = _lines(trial.learner_stdout), _lines(trial.reference_stdout)
+        if mine == theirs:
+            return passed("the printed output is as expected")
+        for index, (a, b) in enumerate(zip(mine + [""] * len(theirs), theirs, strict=False)):
+            if a != b:
+                return failed(f"printed line {index + 1} is {a!r}, expected {b!r}")
+        return failed(f"printed {len(mine)} lines, expected {len(theirs)}")
+
+    return each_trial(learner, reference, one, "the printed output is as expected")
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.strip().splitlines()]
+
+
+def _printed_losses(trial: Trial) -> Outcome:
+    values = losses(trial.learner_calls)
+    if not values:
+        return failed("no loss was recorded: no backward() on a scalar loss ran")
+    printed = _numbers(trial.learner_stdout)
+    position = 0
+    for index, loss in enumerate(values):
+        while position < len(printed) and not _printed_matches(printed[position], loss):
+            position += 1
+        if position >= len(printed):
+            return failed(f"the loss of step {index + 1} ({fmt_number(loss)}) was not printed")
+        position += 1
+    return passed(f"every loss was printed ({len(values)} steps)")
+
+
+def check_no_error(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    if learner.exception is not None and reference.exception is None:
+        error = learner.exception
+        where = f" (line {error.line})" if error.line else ""
+        slug = diagnose.error_slug(error.message) or "crashed"
+        return failed(f"your code raised {error.type}{where}: {error.message}", slug)
+
+    def one(trial: Trial) -> Outcome:
+        mine, theirs = trial.learner_exception, trial.reference_exception
+        if mine is not None and theirs is None:
+            where = f" (line {mine.line})" if mine.line else ""
+            return failed(f"raised {mine.type}{where}: {mine.message}", "crashed")
+        return passed("ran without an error")
+
+    return each_trial(learner, reference, one, "your code ran without an error")

@@ -1,0 +1,284 @@
+"""Per-job control groups: the memory (swap included) and process limits of one sandbox run,
+its out-of-memory counter, and a way to kill everything that runs in it.
+
+Supports cgroup v1 (separate `memory` and `pids` hierarchies, as on this project's hosts)
+and cgroup v2 (one unified hierarchy). The job's group is created below the worker's own
+group (so the worker's limits still bound it), in a `gradlab` subfolder, or below
+`GRADLAB_CGROUP_PARENT` when set. When neither works, `open_job_cgroup` raises
+`CgroupUnavailable` with the reason and the caller falls back to rlimits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+GROUP_FOLDER = "gradlab"
+PARENT_ENV = "GRADLAB_CGROUP_PARENT"
+KILL_ROUNDS = 200
+KILL_PAUSE_S = 0.005
+REMOVE_ROUNDS = 100
+REMOVE_PAUSE_S = 0.01
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class CgroupUnavailable(Exception):
+    """No per-job cgroup can be made here; the message says why."""
+
+
+class JobCgroup(Protocol):
+    """One job's control group(s)."""
+
+    version: str
+
+    def join_files(self) -> tuple[Path, ...]:
+        """The `cgroup.procs` files a process writes its own pid into to join the job."""
+        ...
+
+    def pids(self) -> set[int]: ...
+
+    def oom_killed(self) -> bool:
+        """True when the kernel killed a process of this job for exceeding its memory."""
+        ...
+
+    def kill_all(self) -> bool:
+        """SIGKILL every process in the job until none is left; False if some survive."""
+        ...
+
+    def remove(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Mount:
+    version: str  # "v1" | "v2"
+    controllers: frozenset[str]
+    root: str  # the hierarchy path that is mounted there
+    mountpoint: Path
+
+
+def job_name(job_id: str) -> str:
+    """A unique, filesystem-safe folder name for one run of `job_id`."""
+    safe = _NAME_UNSAFE.sub("-", job_id)[:40].strip("-.") or "job"
+    return f"{safe}-{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def open_job_cgroup(name: str, *, memory_bytes: int, pids: int) -> JobCgroup:
+    """Create the job's group(s) with their limits set. Raises CgroupUnavailable."""
+    mounts = list(_cgroup_mounts())
+    v1 = {c: m for m in mounts if m.version == "v1" for c in m.controllers}
+    if "memory" in v1 and "pids" in v1:
+        return _V1Group.create(name, v1["memory"], v1["pids"], memory_bytes, pids)
+    unified = [m for m in mounts if m.version == "v2"]
+    if unified:
+        return _V2Group.create(name, unified[0], memory_bytes, pids)
+    raise CgroupUnavailable("no cgroup v1 memory+pids hierarchy nor cgroup v2 is mounted")
+
+
+# --- discovery -------------------------------------------------------------------------
+
+
+def _cgroup_mounts() -> Iterator[Mount]:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fields, extra = left.split(), right.split()
+            if len(fields) < 5 or len(extra) < 3:
+                continue
+            fstype, options = extra[0], set(extra[2].split(","))
+            if fstype == "cgroup":
+                controllers = frozenset(options & {"memory", "pids"})
+                if controllers:
+                    yield Mount("v1", controllers, fields[3], Path(_unescape(fields[4])))
+            elif fstype == "cgroup2":
+                yield Mount("v2", frozenset(), fields[3], Path(_unescape(fields[4])))
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def _own_path(controller: str | None) -> str:
+    """This process's group path in the hierarchy of `controller` (None: the v2 one)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        names = controllers.split(",") if controllers else []
+        if (controller is None and not names) or (controller in names):
+            return path
+    return "/"
+
+
+def _base_dir(mount: Mount, controller: str | None) -> Path:
+    """Where the job groups go: GRADLAB_CGROUP_PARENT, else below our own group."""
+    override = os.environ.get(PARENT_ENV)
+    if override:
+        return Path(override) if mount.version == "v2" else mount.mountpoint / override.lstrip("/")
+    own = _own_path(controller)
+    relative = os.path.relpath(own, mount.root) if own.startswith(mount.root) else "."
+    own_dir = (mount.mountpoint / relative).resolve()
+    return (own_dir if own_dir.is_dir() else mount.mountpoint) / GROUP_FOLDER
+
+
+def _write(path: Path, value: str) -> None:
+    path.write_text(value)
+
+
+def _read_pids(path: Path) -> set[int]:
+    try:
+        return {int(p) for p in path.read_text().split()}
+    except (OSError, ValueError):
+        return set()
+
+
+def _kill_until_empty(procs_files: Iterable[Path]) -> bool:
+    files = tuple(procs_files)
+    for _ in range(KILL_ROUNDS):
+        alive = set().union(*(_read_pids(f) for f in files))
+        if not alive:
+            return True
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(KILL_PAUSE_S)
+    return not set().union(*(_read_pids(f) for f in files))
+
+
+def _rmdir_retrying(path: Path) -> None:
+    for _ in range(REMOVE_ROUNDS):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # EBUSY while the last exiting tasks are released
+            time.sleep(REMOVE_PAUSE_S)
+    path.rmdir()
+
+
+# --- cgroup v1 -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _V1Group:
+    memory_dir: Path
+    pids_dir: Path
+    version: str = "v1"
+
+    @classmethod
+    def create(
+        cls, name: str, memory: Mount, pids_mount: Mount, memory_bytes: int, pids: int
+    ) -> _V1Group:
+        memory_dir = _base_dir(memory, "memory") / name
+        pids_dir = _base_dir(pids_mount, "pids") / name
+        try:
+            memory_dir.mkdir(parents=True)
+        except OSError as error:
+            raise CgroupUnavailable(f"cannot create {memory_dir}: {error}") from error
+        group = cls(memory_dir, pids_dir)
+        try:
+            pids_dir.mkdir(parents=True)
+            _write(memory_dir / "memory.limit_in_bytes", str(memory_bytes))
+            swap = memory_dir / "memory.memsw.limit_in_bytes"
+            if swap.exists():  # memory + swap == memory: no swap at all
+                _write(swap, str(memory_bytes))
+            else:
+                _write(memory_dir / "memory.swappiness", "0")
+            _write(pids_dir / "pids.max", str(pids))
+        except OSError as error:
+            group.remove()
+            raise CgroupUnavailable(f"cannot set limits in {memory_dir}: {error}") from error
+        return group
+
+    def join_files(self) -> tuple[Path, ...]:
+        return (self.memory_dir / "cgroup.procs", self.pids_dir / "cgroup.procs")
+
+    def pids(self) -> set[int]:
+        return set().union(*(_read_pids(f) for f in self.join_files()))
+
+    def oom_killed(self) -> bool:
+        return _counter(self.memory_dir / "memory.oom_control", "oom_kill") > 0
+
+    def kill_all(self) -> bool:
+        return _kill_until_empty(self.join_files())
+
+    def remove(self) -> None:
+        self.kill_all()
+        for folder in (self.memory_dir, self.pids_dir):
+            _rmdir_retrying(folder)
+
+
+# --- cgroup v2 -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _V2Group:
+    folder: Path
+    version: str = "v2"
+
+    @classmethod
+    def create(cls, name: str, mount: Mount, memory_bytes: int, pids: int) -> _V2Group:
+        base = _base_dir(mount, None)
+        try:
+            base.mkdir(exist_ok=True)
+            _enable_controllers(base.parent if base.name == GROUP_FOLDER else base)
+            _enable_controllers(base)
+            (base / name).mkdir()
+        except OSError as error:
+            raise CgroupUnavailable(
+                f"cgroup v2: cannot delegate memory and pids below {base} ({error}); "
+                f"set {PARENT_ENV} to a delegated, process-free group"
+            ) from error
+        group = cls(base / name)
+        try:
+            _write(group.folder / "memory.max", str(memory_bytes))
+            if (group.folder / "memory.swap.max").exists():
+                _write(group.folder / "memory.swap.max", "0")
+            _write(group.folder / "pids.max", str(pids))
+        except OSError as error:
+            group.remove()
+            raise CgroupUnavailable(f"cannot set limits in {group.folder}: {error}") from error
+        return group
+
+    def join_files(self) -> tuple[Path, ...]:
+        return (self.folder / "cgroup.procs",)
+
+    def pids(self) -> set[int]:
+        return _read_pids(self.folder / "cgroup.procs")
+
+    def oom_killed(self) -> bool:
+        return _counter(self.folder / "memory.events", "oom_kill") > 0
+
+    def kill_all(self) -> bool:
+        kill = self.folder / "cgroup.kill"
+        if kill.exists():
+            with contextlib.suppress(OSError):
+                _write(kill, "1")
+        return _kill_until_empty(self.join_files())
+
+    def remove(self) -> None:
+        self.kill_all()
+        _rmdir_retrying(self.folder)
+
+
+def _enable_controllers(folder: Path) -> None:
+    enabled = (folder / "cgroup.subtree_control").read_text().split()
+    missing = [c for c in ("memory", "pids") if c not in enabled]
+    if missing:
+        _write(folder / "cgroup.subtree_control", " ".join(f"+{c}" for c in missing))
+
+
+def _counter(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0

@@ -1,0 +1,485 @@
+"""The production sandbox backend: one fresh Docker container per job (grader/FORMAT.md
+section 2), started through the Docker Engine API (Docker SDK for Python).
+
+One job:
+
+    create   every limit explicit (no network, read-only root, size-capped /tmp tmpfs,
+             memory == memory+swap, pids, CPU quota, rlimits, no capabilities, no new
+             privileges, non-root user, minimal environment, capped logs, labels naming
+             the job and its deadline); a GPU device request only for "cuda" jobs on a
+             backend made for the GPU queue
+    attach   stdin + stdout + stderr on one hijacked connection, before start
+    start    write the job, half-close the socket (the container's stdin gets EOF:
+             stdin_once), read the multiplexed output under a cap and a wall-clock deadline
+    wait     kill the container itself on timeout or output overflow (killing a client
+             does not stop a container), wait, inspect (OOMKilled) and only then remove it:
+             auto-remove would lose the OOM flag
+
+Containers of jobs whose deadline has passed (a worker died mid-job) are removed by
+`reap_expired()`, run opportunistically by each backend and callable from Celery beat
+or `python -m grader.sandbox.docker janitor`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest, SandboxResult
+
+log = logging.getLogger(__name__)
+
+IMAGE_ENV = "GRADLAB_SANDBOX_IMAGE"
+DEVICE_ENV = "GRADLAB_DEVICE"
+DEFAULT_IMAGE = "gradlab-sandbox:latest"
+
+HARNESS_COMMAND = ("python", "-I", "-B", "/harness/main.py")
+SANDBOX_USER = "10001:10001"  # the image's gradlab-sandbox user, numeric: no passwd lookup
+SANDBOX_HOSTNAME = "gradlab-sandbox"
+SANDBOX_WORKDIR = "/tmp"
+SANDBOX_THREADS = "1"
+
+# Labels: what the janitor and the configuration test look for.
+LABEL_ROLE = "org.gradlab.role"
+ROLE_SANDBOX = "sandbox-job"
+LABEL_JOB = "org.gradlab.job"
+LABEL_DEADLINE = "org.gradlab.deadline"  # unix time after which the container is garbage
+IMAGE_LABEL_TORCH = "org.gradlab.torch"
+
+# Limits that grader.protocol.Limits does not carry.
+CPUS = 1.0  # CPU quota per sandbox, in CPUs
+OPEN_FILES = 256
+CPU_HARD_GRACE_S = 1  # SIGXCPU at the soft RLIMIT_CPU, SIGKILL this much later
+FRAME_OVERHEAD_BYTES = 256  # "GRADLAB-RESULT <nonce> <length>\n" around the capture
+STDERR_CAP_BYTES = 65_536
+LOG_MAX_SIZE = "1m"  # the engine's own copy of the output (json-file), capped
+LOG_MAX_FILES = "1"
+SHM_MB = 16
+OOM_SCORE_ADJ = 1000  # under host memory pressure, sandboxes die before anything else
+DEADLINE_GRACE_S = 60.0  # creation + wall limit + this = when the janitor may remove it
+ENGINE_TIMEOUT_S = 60  # one Engine API call
+KILL_WAIT_S = 10.0  # how long to wait for a killed container to stop
+JANITOR_EVERY_S = 60.0  # opportunistic janitor runs per backend, at most this often
+READ_CHUNK = 65_536
+MIB = 1024 * 1024
+
+_HEADER = struct.Struct(">BxxxL")  # docker's multiplexed stream: stream id, 3 pad, length
+_STDOUT, _STDERR = 1, 2
+_SAFE_LABEL = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+@dataclass(frozen=True)
+class _Output:
+    """What came back on the attach stream."""
+
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    stdout_exceeded: bool
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """The container's final state, read before it is removed."""
+
+    exit_code: int | None
+    oom_killed: bool
+
+
+class DockerSandbox:
+    """Runs each job in a fresh Docker container. See the module docstring.
+
+    `gpu`: this backend serves the GPU queue; "cuda" jobs then get the GPU through a
+    device request. Default: the worker's GRADLAB_DEVICE == "cuda". Other backends run
+    "cuda" jobs on the CPU (FORMAT.md: cuda exercises also run on CPU workers).
+    """
+
+    name = "docker"
+
+    def __init__(
+        self,
+        *,
+        image: str | None = None,
+        gpu: bool | None = None,
+        base_url: str | None = None,
+        cpus: float = CPUS,
+        client: Any = None,
+    ) -> None:
+        self.image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
+        self.gpu = os.environ.get(DEVICE_ENV) == "cuda" if gpu is None else gpu
+        self.cpus = cpus
+        self._base_url = base_url
+        self._client = client
+        self._last_janitor = 0.0
+        self._lock = threading.Lock()
+
+    # --- the Sandbox interface -----------------------------------------------------------
+
+    def runtime_key(self, device: str) -> str:
+        image = self._image()
+        torch = (image.labels or {}).get(IMAGE_LABEL_TORCH, "unknown")
+        image_id = image.id.split(":", 1)[-1][:12]
+        return f"docker {image_id} torch-{torch} {self._device(device)}"
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        self._maybe_reap()
+        image = self._image()
+        device = self._device(request.device)
+        container = self._create(image.id, request, device)
+        try:
+            output, duration = self._exchange(container, request)
+            ended = self._end(container, killed=output.timed_out or output.stdout_exceeded)
+        finally:
+            _remove(container)
+        if output.stderr:
+            log.debug("sandbox %s stderr: %s", request.job_id, output.stderr[-2000:])
+        status, message = _classify(output, ended, request.limits)
+        killed = output.timed_out or output.stdout_exceeded
+        return SandboxResult(
+            status=status,
+            stdout=output.stdout,
+            exit_code=None if killed else ended.exit_code,
+            duration_s=duration,
+            message=message,
+        )
+
+    # --- the Engine ----------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = _connect(self._base_url)
+            return self._client
+
+    def _image(self) -> Any:
+        import docker.errors
+
+        try:
+            return self.client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise InfrastructureError(
+                f"the sandbox image {self.image} is missing: build it with "
+                "docker/build-sandbox-image.sh"
+            ) from None
+        except docker.errors.DockerException as error:
+            raise InfrastructureError(f"Docker Engine error: {error}") from error
+
+    def _device(self, device: str) -> str:
+        return "cuda" if device == "cuda" and self.gpu else "cpu"
+
+    def container_config(
+        self, image_id: str, request: SandboxRequest, device: str
+    ) -> dict[str, Any]:
+        """The arguments of the Engine's container create call: every limit, explicit."""
+        limits = request.limits
+        deadline = time.time() + limits.wall_seconds + DEADLINE_GRACE_S
+        return {
+            "image": image_id,
+            "command": list(HARNESS_COMMAND),
+            "user": SANDBOX_USER,
+            "working_dir": SANDBOX_WORKDIR,
+            "hostname": SANDBOX_HOSTNAME,
+            "environment": _sandbox_env(device),
+            "stdin_open": True,
+            "detach": False,  # with stdin_open: StdinOnce, EOF on attach closes its stdin
+            "tty": False,
+            "network_disabled": True,
+            "labels": {
+                LABEL_ROLE: ROLE_SANDBOX,
+                LABEL_JOB: _SAFE_LABEL.sub("_", request.job_id)[:200],
+                LABEL_DEADLINE: f"{deadline:.0f}",
+            },
+            "host_config": self.client.api.create_host_config(
+                **self.host_config(request.limits, device)
+            ),
+        }
+
+    def host_config(self, limits: Limits, device: str) -> dict[str, Any]:
+        import docker.types
+
+        memory = f"{limits.memory_mb}m"
+        options: dict[str, Any] = {
+            "network_mode": "none",
+            "read_only": True,
+            "tmpfs": {SANDBOX_WORKDIR: f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"},
+            "shm_size": f"{SHM_MB}m",
+            "ipc_mode": "private",
+            "mem_limit": memory,
+            "memswap_limit": memory,  # equal: no swap
+            "oom_score_adj": OOM_SCORE_ADJ,
+            "pids_limit": limits.pids,
+            "nano_cpus": int(self.cpus * 1e9),
+            "ulimits": _ulimits(limits),
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "privileged": False,
+            "init": False,
+            "auto_remove": False,  # removal waits until the OOM flag has been read
+            "log_config": docker.types.LogConfig(
+                type="json-file", config={"max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES}
+            ),
+        }
+        if device == "cuda":
+            options["device_requests"] = [
+                docker.types.DeviceRequest(driver="nvidia", count=1, capabilities=[["gpu"]])
+            ]
+        return options
+
+    def _create(self, image_id: str, request: SandboxRequest, device: str) -> Any:
+        import docker.errors
+
+        try:
+            created = self.client.api.create_container(
+                **self.container_config(image_id, request, device)
+            )
+            return self.client.containers.get(created["Id"])
+        except docker.errors.DockerException as error:
+            raise InfrastructureError(f"cannot create the sandbox container: {error}") from error
+
+    def _exchange(self, container: Any, request: SandboxRequest) -> tuple[_Output, float]:
+        import docker.errors
+
+        limits = request.limits
+        try:
+            stream = self.client.api.attach_socket(
+                container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
+        except docker.errors.DockerException as error:
+            raise InfrastructureError(f"cannot attach to the sandbox: {error}") from error
+        sock: socket.socket = getattr(stream, "_sock", stream)
+        try:
+            started = time.monotonic()
+            try:
+                container.start()
+            except docker.errors.DockerException as error:
+                raise InfrastructureError(f"cannot start the sandbox: {error}") from error
+            _send(sock, request.stdin)
+            output = _collect(
+                sock,
+                deadline=started + limits.wall_seconds,
+                stdout_cap=limits.result_bytes + FRAME_OVERHEAD_BYTES,
+            )
+            if output.timed_out or output.stdout_exceeded:
+                _kill(container)
+            return output, time.monotonic() - started
+        finally:
+            with contextlib.suppress(OSError):
+                sock.close()
+            with contextlib.suppress(Exception):
+                stream.close()
+
+    def _end(self, container: Any, *, killed: bool) -> _Ended:
+        try:
+            container.wait(timeout=KILL_WAIT_S if killed else ENGINE_TIMEOUT_S)
+            container.reload()
+        except Exception as error:  # requests' timeouts are not DockerExceptions
+            _kill(container)
+            raise InfrastructureError(f"the sandbox container did not stop: {error}") from error
+        state = container.attrs.get("State", {})
+        if state.get("Running"):
+            raise InfrastructureError("the sandbox container is still running after its end")
+        return _Ended(exit_code=state.get("ExitCode"), oom_killed=bool(state.get("OOMKilled")))
+
+    # --- janitor -------------------------------------------------------------------------
+
+    def reap_expired(self, now: float | None = None) -> list[str]:
+        """Remove sandbox containers whose deadline label has passed; their names."""
+        return reap_expired(self.client, now=now)
+
+    def _maybe_reap(self) -> None:
+        now = time.monotonic()
+        if now - self._last_janitor < JANITOR_EVERY_S:
+            return
+        self._last_janitor = now
+        try:
+            reap_expired(self.client)
+        except InfrastructureError as error:
+            log.warning("sandbox janitor: %s", error)
+
+
+def reap_expired(client: Any = None, *, now: float | None = None) -> list[str]:
+    """Remove every sandbox container (running or not) whose deadline has passed, e.g.
+    after its worker died mid-job. Safe to run from any number of workers at once.
+    Returns the names of the removed containers."""
+    import docker.errors
+
+    client = client or _connect(None)
+    now = time.time() if now is None else now
+    removed: list[str] = []
+    try:
+        containers = client.containers.list(
+            all=True, filters={"label": f"{LABEL_ROLE}={ROLE_SANDBOX}"}
+        )
+    except docker.errors.DockerException as error:
+        raise InfrastructureError(f"cannot list sandbox containers: {error}") from error
+    for container in containers:
+        deadline = _deadline(container.labels)
+        if deadline > now:
+            continue
+        with contextlib.suppress(docker.errors.NotFound):  # another janitor was faster
+            container.remove(force=True)
+            removed.append(container.name)
+            log.info(
+                "sandbox janitor removed %s (job %s)",
+                container.name,
+                container.labels.get(LABEL_JOB, "?"),
+            )
+    return removed
+
+
+def _deadline(labels: Mapping[str, str]) -> float:
+    """The deadline label; a missing or malformed one counts as long expired."""
+    try:
+        return float(labels.get(LABEL_DEADLINE, "0"))
+    except ValueError:
+        return 0.0
+
+
+def _connect(base_url: str | None) -> Any:
+    try:
+        import docker
+    except ImportError as error:
+        raise InfrastructureError("the Docker SDK for Python is not installed") from error
+    try:
+        if base_url:
+            return docker.DockerClient(base_url=base_url, version="auto", timeout=ENGINE_TIMEOUT_S)
+        return docker.from_env(version="auto", timeout=ENGINE_TIMEOUT_S)
+    except docker.errors.DockerException as error:
+        raise InfrastructureError(f"the Docker Engine is not reachable: {error}") from error
+
+
+def _sandbox_env(device: str) -> dict[str, str]:
+    """The whole environment of the harness beyond the image's (PATH, LANG, HOME)."""
+    return {
+        "HOME": SANDBOX_WORKDIR,
+        "TMPDIR": SANDBOX_WORKDIR,
+        "OMP_NUM_THREADS": SANDBOX_THREADS,
+        "MKL_NUM_THREADS": SANDBOX_THREADS,
+        "OPENBLAS_NUM_THREADS": SANDBOX_THREADS,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "GRADLAB_DEVICE": device,
+    }
+
+
+def _ulimits(limits: Limits) -> list[Any]:
+    import docker.types
+
+    cpu = int(limits.cpu_seconds)
+    size = limits.file_size_mb * MIB
+    return [
+        docker.types.Ulimit(name="cpu", soft=cpu, hard=cpu + CPU_HARD_GRACE_S),
+        docker.types.Ulimit(name="fsize", soft=size, hard=size),
+        docker.types.Ulimit(name="nofile", soft=OPEN_FILES, hard=OPEN_FILES),
+        docker.types.Ulimit(name="core", soft=0, hard=0),
+    ]
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    """Write the whole job, then half-close: the harness sees EOF on stdin."""
+    try:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+    except OSError as error:  # the harness exited before reading it all: its result says why
+        log.debug("sandbox stdin closed early: %s", error)
+
+
+def _collect(sock: socket.socket, *, deadline: float, stdout_cap: int) -> _Output:
+    """Demultiplex the attach stream until EOF, the deadline or stdout passing its cap."""
+    out, err = bytearray(), bytearray()
+    pending = b""
+    exceeded = False
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return _Output(bytes(out[:stdout_cap]), bytes(err), True, exceeded)
+        sock.settimeout(remaining)
+        try:
+            chunk = sock.recv(READ_CHUNK)
+        except TimeoutError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return _Output(bytes(out[:stdout_cap]), bytes(err), False, exceeded)
+        pending += chunk
+        pending = _demux(pending, out, err)
+        if len(out) > stdout_cap:
+            exceeded = True
+            return _Output(bytes(out[:stdout_cap]), bytes(err), False, exceeded)
+        del err[STDERR_CAP_BYTES:]
+
+
+def _demux(pending: bytes, out: bytearray, err: bytearray) -> bytes:
+    """Move every complete frame of `pending` into out/err; return the incomplete rest."""
+    while len(pending) >= _HEADER.size:
+        stream, length = _HEADER.unpack_from(pending)
+        end = _HEADER.size + length
+        if len(pending) < end:
+            break
+        (out if stream == _STDOUT else err).extend(pending[_HEADER.size : end])
+        pending = pending[end:]
+    return pending
+
+
+def _kill(container: Any) -> None:
+    import docker.errors
+
+    with contextlib.suppress(docker.errors.DockerException):
+        container.kill()
+
+
+def _remove(container: Any) -> None:
+    import docker.errors
+
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.DockerException as error:
+        log.error("cannot remove sandbox container %s (the janitor will): %s", container.id, error)
+
+
+def _classify(output: _Output, ended: _Ended, limits: Limits) -> tuple[RunStatus, str]:
+    if output.stdout_exceeded:
+        return RunStatus.OUTPUT_LIMIT, f"output limit of {limits.result_bytes} bytes exceeded"
+    if output.timed_out:
+        return RunStatus.TIMEOUT, f"time limit of {limits.wall_seconds:g} s exceeded"
+    if ended.oom_killed:
+        return RunStatus.MEMORY, f"memory limit of {limits.memory_mb} MB exceeded"
+    code = ended.exit_code
+    if code == 128 + signal.SIGXCPU:
+        return RunStatus.TIMEOUT, f"CPU time limit of {limits.cpu_seconds} s exceeded"
+    if code == 0:
+        return RunStatus.OK, ""
+    if code is not None and code > 128:
+        with contextlib.suppress(ValueError):
+            name = signal.Signals(code - 128).name
+            return RunStatus.CRASHED, f"the sandboxed program was killed by {name}"
+    return RunStatus.CRASHED, f"the sandboxed program exited with status {code}"
+
+
+def main(argv: list[str]) -> int:
+    """`python -m grader.sandbox.docker janitor`: remove expired sandbox containers."""
+    if argv[1:] != ["janitor"]:
+        print("usage: python -m grader.sandbox.docker janitor", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO)
+    removed = reap_expired()
+    print(f"removed {len(removed)} expired sandbox container(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,601 @@
+"""Exercise packages (FORMAT.md section 1): parse, validate strictly, hash.
+
+A package is a folder of UTF-8 text files. `load_package(path)` reads one from disk,
+`Package.from_files(files)` builds one from memory (the instructor page). Every problem
+raises `PackageError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from grader.diagnose import DIAGNOSES
+from grader.protocol import Limits
+
+MANIFEST = "exercise.toml"
+MODULE_MANIFEST = "module.toml"
+REQUIRED_FILES = ("exercise.toml", "statement.md", "starter.py", "solution.py")
+CASES_FILE = "cases.py"
+SLUG_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_PACKAGE_FILES = 200
+MAX_PACKAGE_BYTES = 2_000_000
+MAX_TRIALS = 100
+KINDS = ("script", "function")
+DEVICES = ("cpu", "cuda")
+REFERENCE_DEVICES = ("worker", "cpu")
+GRAPH_FACTS = ("requires_grad", "is_leaf", "grad_fn")
+LOSS_CURVE_MODES = ("pointwise", "properties")
+STDOUT_MODES = ("losses", "exact")
+
+# Check type -> (does it need a target?, allowed options). The options' value types are
+# checked by OPTION_VALIDATORS below.
+CHECK_TYPES: Mapping[str, tuple[bool, frozenset[str]]] = MappingProxyType(
+    {
+        "value": (True, frozenset({"rtol", "atol", "device"})),
+        "grad": (True, frozenset({"rtol", "atol", "device", "variants"})),
+        "graph": (True, frozenset({"facts"})),
+        "backward_calls": (False, frozenset({"count", "retain_graph", "gradient_given"})),
+        "grad_history": (True, frozenset({"rtol", "atol"})),
+        "loss_curve": (
+            False,
+            frozenset(
+                {"mode", "rtol", "atol", "falls", "final_below", "max_steps", "min_steps"}
+            ),
+        ),
+        "fresh_grads": (False, frozenset({"names"})),
+        "message": (True, frozenset()),
+        "raises": (False, frozenset()),
+        "stdout": (False, frozenset({"mode"})),
+        "gradcheck": (True, frozenset()),
+        "no_error": (False, frozenset()),
+    }
+)
+
+
+class PackageError(ValueError):
+    """A malformed exercise package; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    type: str
+    points: int
+    target: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+
+@dataclass(frozen=True)
+class KnownSolution:
+    """A `[[wrong]]` (with its declared diagnosis) or an `[[alternative]]` (diagnosis "")."""
+
+    file: str
+    note: str = ""
+    diagnosis: str = ""
+
+
+@dataclass(frozen=True)
+class DiagnosisSpec:
+    title: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    slug: str
+    title: str
+    kind: str
+    points: int
+    names: tuple[str, ...]
+    checks: tuple[CheckSpec, ...]
+    entry: str | None = None
+    trials: int = 0
+    device: str = "cpu"
+    reference_device: str = "worker"
+    tolerance_note: str = ""
+    limits: Limits = field(default_factory=Limits)
+    wrong: tuple[KnownSolution, ...] = ()
+    alternatives: tuple[KnownSolution, ...] = ()
+    diagnoses: Mapping[str, DiagnosisSpec] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Package:
+    slug: str
+    manifest: Manifest
+    files: Mapping[str, str]
+
+    @classmethod
+    def from_files(cls, files: Mapping[str, str], *, origin: str = "") -> Package:
+        """Builds and validates a package from `{relative path: text}`."""
+        prefix = origin or "<package>"
+        _check_files(files, prefix)
+        manifest = parse_manifest(files[MANIFEST], f"{prefix}/{MANIFEST}", files)
+        return cls(slug=manifest.slug, manifest=manifest, files=MappingProxyType(dict(files)))
+
+    @property
+    def content_hash(self) -> str:
+        return package_hash(self.files)
+
+    @property
+    def solution(self) -> str:
+        return self.files["solution.py"]
+
+    @property
+    def starter(self) -> str:
+        return self.files["starter.py"]
+
+    @property
+    def statement(self) -> str:
+        return self.files["statement.md"]
+
+    @property
+    def cases(self) -> str | None:
+        return self.files.get(CASES_FILE)
+
+
+@dataclass(frozen=True)
+class Module:
+    slug: str
+    title: str
+    exercises: tuple[str, ...]
+
+
+def package_hash(files: Mapping[str, str]) -> str:
+    """SHA-256 of the sorted (relative path, bytes) pairs."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        data = files[path].encode("utf-8")
+        for part in (path.encode("utf-8"), data):
+            digest.update(len(part).to_bytes(8, "big"))
+            digest.update(part)
+    return digest.hexdigest()
+
+
+def load_package(path: str | Path) -> Package:
+    """Reads `exercises/<slug>/` from disk; the folder name must equal the manifest slug."""
+    root = Path(path)
+    if not (root / MANIFEST).is_file():
+        raise PackageError(f"{root}/{MANIFEST}: file missing (not an exercise package)")
+    files = _read_tree(root)
+    package = Package.from_files(files, origin=str(root).rstrip("/"))
+    if package.slug != root.resolve().name:
+        raise PackageError(
+            f"{root}/{MANIFEST}: slug: must equal the folder name {root.resolve().name!r}"
+        )
+    return package
+
+
+def load_module(exercises_dir: str | Path) -> Module:
+    """Reads `exercises/module.toml`."""
+    where = f"{Path(exercises_dir)}/{MODULE_MANIFEST}"
+    try:
+        text = (Path(exercises_dir) / MODULE_MANIFEST).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PackageError(f"{where}: cannot be read ({error})") from error
+    raw = _parse_toml(text, where)
+    _reject_unknown(raw, {"slug", "title", "exercises"}, where, "")
+    slug = _slug(raw, "slug", where)
+    title = _text(raw, "title", where)
+    exercises = _string_list(raw, "exercises", where, required=True)
+    for index, item in enumerate(exercises):
+        if not SLUG_PATTERN.match(item):
+            raise PackageError(f"{where}: exercises[{index}]: {item!r} is not a valid slug")
+    if len(set(exercises)) != len(exercises):
+        raise PackageError(f"{where}: exercises: lists a slug twice")
+    return Module(slug=slug, title=title, exercises=tuple(exercises))
+
+
+def package_dirs(exercises_dir: str | Path) -> list[Path]:
+    """Every package folder under `exercises_dir` (those holding an exercise.toml)."""
+    root = Path(exercises_dir)
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
+
+
+# -- files ---------------------------------------------------------------------------
+
+
+def _read_tree(root: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") or part == "__pycache__" for part in relative.parts):
+            continue
+        if path.is_symlink():
+            raise PackageError(f"{root}/{relative}: symbolic links are not allowed")
+        if not path.is_file():
+            continue
+        try:
+            files[relative.as_posix()] = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise PackageError(f"{root}/{relative}: not UTF-8 text ({error})") from error
+        if len(files) > MAX_PACKAGE_FILES:
+            raise PackageError(f"{root}: more than {MAX_PACKAGE_FILES} files")
+    return files
+
+
+def _check_files(files: Mapping[str, str], prefix: str) -> None:
+    if len(files) > MAX_PACKAGE_FILES:
+        raise PackageError(f"{prefix}: more than {MAX_PACKAGE_FILES} files")
+    total = 0
+    for name, text in files.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise PackageError(f"{prefix}: file names and contents must be text")
+        parts = name.split("/")
+        if name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise PackageError(f"{prefix}/{name}: not a relative path inside the package")
+        total += len(text.encode("utf-8"))
+    if total > MAX_PACKAGE_BYTES:
+        raise PackageError(f"{prefix}: files larger than {MAX_PACKAGE_BYTES} bytes in all")
+    for required in REQUIRED_FILES:
+        if required not in files:
+            raise PackageError(f"{prefix}/{required}: file missing")
+    for name in files:
+        if name.endswith(".py"):
+            try:
+                compile(files[name], name, "exec", dont_inherit=True)
+            except SyntaxError as error:
+                raise PackageError(
+                    f"{prefix}/{name}: line {error.lineno}: syntax error ({error.msg})"
+                ) from error
+
+
+# -- manifest ------------------------------------------------------------------------
+
+TOP_LEVEL_KEYS = {
+    "slug",
+    "title",
+    "kind",
+    "points",
+    "names",
+    "entry",
+    "trials",
+    "device",
+    "reference_device",
+    "tolerance_note",
+    "limits",
+    "checks",
+    "wrong",
+    "alternative",
+    "diagnoses",
+}
+
+
+def parse_manifest(text: str, where: str, files: Mapping[str, str]) -> Manifest:
+    raw = _parse_toml(text, where)
+    _reject_unknown(raw, TOP_LEVEL_KEYS, where, "")
+    slug = _slug(raw, "slug", where)
+    kind = _choice(raw, "kind", KINDS, where)
+    names = _string_list(raw, "names", where, required=True)
+    for index, name in enumerate(names):
+        if not NAME_PATTERN.match(name):
+            raise PackageError(f"{where}: names[{index}]: {name!r} is not a Python name")
+    entry, trials = _function_fields(raw, kind, names, where, files)
+    diagnoses = _diagnoses(raw.get("diagnoses", {}), where)
+    known = set(DIAGNOSES) | set(diagnoses)
+    checks = _checks(raw.get("checks"), kind, names, known, where)
+    points = _positive_int(raw, "points", where)
+    total = sum(check.points for check in checks)
+    if points != total:
+        raise PackageError(f"{where}: points: is {points} but the checks' points sum to {total}")
+    return Manifest(
+        slug=slug,
+        title=_text(raw, "title", where),
+        kind=kind,
+        points=points,
+        names=tuple(names),
+        checks=checks,
+        entry=entry,
+        trials=trials,
+        device=_choice(raw, "device", DEVICES, where, default="cpu"),
+        reference_device=_choice(
+            raw, "reference_device", REFERENCE_DEVICES, where, default="worker"
+        ),
+        tolerance_note=_text(raw, "tolerance_note", where, default=""),
+        limits=_limits(raw.get("limits", {}), where),
+        wrong=_known(raw.get("wrong", []), "wrong", known, files, where),
+        alternatives=_known(raw.get("alternative", []), "alternative", None, files, where),
+        diagnoses=MappingProxyType(diagnoses),
+    )
+
+
+def _parse_toml(text: str, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PackageError(f"{where}: invalid TOML ({error})") from error
+
+
+def _reject_unknown(raw: Mapping[str, Any], allowed: set[str], where: str, path: str) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise PackageError(f"{where}: {path}{key}: unknown field")
+
+
+def _function_fields(
+    raw: Mapping[str, Any], kind: str, names: list[str], where: str, files: Mapping[str, str]
+) -> tuple[str | None, int]:
+    if kind == "script":
+        for key in ("entry", "trials"):
+            if key in raw:
+                raise PackageError(f"{where}: {key}: only function exercises have one")
+        if CASES_FILE in files:
+            raise PackageError(f"{where}: kind: script exercises have no {CASES_FILE}")
+        return None, 0
+    entry = _text(raw, "entry", where)
+    if not NAME_PATTERN.match(entry):
+        raise PackageError(f"{where}: entry: {entry!r} is not a Python name")
+    if not names or names[0] != entry:
+        raise PackageError(f"{where}: names: must list the entry {entry!r} first")
+    trials = _positive_int(raw, "trials", where)
+    if trials > MAX_TRIALS:
+        raise PackageError(f"{where}: trials: at most {MAX_TRIALS}")
+    if CASES_FILE not in files:
+        raise PackageError(f"{where.rsplit('/', 1)[0]}/{CASES_FILE}: file missing")
+    return entry, trials
+
+
+def _checks(
+    raw: Any, kind: str, names: list[str], known: set[str], where: str
+) -> tuple[CheckSpec, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise PackageError(f"{where}: checks: at least one [[checks]] table is required")
+    checks: list[CheckSpec] = []
+    for index, item in enumerate(raw):
+        here = f"checks[{index}]"
+        if not isinstance(item, dict):
+            raise PackageError(f"{where}: {here}: must be a table")
+        checks.append(_check(item, kind, names, known, where, here))
+    seen: set[str] = set()
+    for index, check in enumerate(checks):
+        if check.name in seen:
+            raise PackageError(f"{where}: checks[{index}].name: {check.name!r} is used twice")
+        seen.add(check.name)
+    return tuple(checks)
+
+
+def _check(
+    item: Mapping[str, Any], kind: str, names: list[str], known: set[str], where: str, here: str
+) -> CheckSpec:
+    name = _text(item, "name", where, prefix=here)
+    ctype = item.get("type")
+    if ctype not in CHECK_TYPES:
+        raise PackageError(
+            f"{where}: {here}.type: {ctype!r} is not one of {', '.join(sorted(CHECK_TYPES))}"
+        )
+    needs_target, allowed = CHECK_TYPES[ctype]
+    _reject_unknown(item, {"name", "type", "target", "points"} | allowed, where, f"{here}.")
+    points = _positive_int(item, "points", where, prefix=here)
+    target = item.get("target")
+    if needs_target:
+        target = _text(item, "target", where, prefix=here)
+        if kind == "script" and target not in names:
+            raise PackageError(f"{where}: {here}.target: {target!r} is not listed in names")
+    elif target is not None:
+        raise PackageError(f"{where}: {here}.target: a {ctype} check takes no target")
+    options = {key: value for key, value in item.items() if key in allowed}
+    for key, value in options.items():
+        OPTION_VALIDATORS[key](value, f"{where}: {here}.{key}", names, known)
+    if "mode" in options:
+        choices = LOSS_CURVE_MODES if ctype == "loss_curve" else STDOUT_MODES
+        _opt_mode(choices)(options["mode"], f"{where}: {here}.mode", names, known)
+    return CheckSpec(
+        name=name, type=ctype, points=points, target=target, options=MappingProxyType(options)
+    )
+
+
+def _known(
+    raw: Any, key: str, known: set[str] | None, files: Mapping[str, str], where: str
+) -> tuple[KnownSolution, ...]:
+    if not isinstance(raw, list):
+        raise PackageError(f"{where}: {key}: must be an array of tables ([[{key}]])")
+    result: list[KnownSolution] = []
+    for index, item in enumerate(raw):
+        here = f"{key}[{index}]"
+        if not isinstance(item, dict):
+            raise PackageError(f"{where}: {here}: must be a table")
+        allowed = {"file", "note", "diagnosis"} if known is not None else {"file", "note"}
+        _reject_unknown(item, allowed, where, f"{here}.")
+        file = _text(item, "file", where, prefix=here)
+        if file not in files:
+            raise PackageError(f"{where}: {here}.file: {file!r} is not in the package")
+        if not file.endswith(".py"):
+            raise PackageError(f"{where}: {here}.file: must be a .py file")
+        diagnosis = ""
+        if known is not None:
+            diagnosis = _text(item, "diagnosis", where, prefix=here)
+            if diagnosis not in known:
+                raise PackageError(
+                    f"{where}: {here}.diagnosis: {diagnosis!r} is not a known diagnosis "
+                    "(grader.diagnose.DIAGNOSES or this manifest's [diagnoses])"
+                )
+        note = _text(item, "note", where, prefix=here, default="")
+        result.append(KnownSolution(file=file, note=note, diagnosis=diagnosis))
+    return tuple(result)
+
+
+def _diagnoses(raw: Any, where: str) -> dict[str, DiagnosisSpec]:
+    if not isinstance(raw, dict):
+        raise PackageError(f"{where}: diagnoses: must be a table")
+    result: dict[str, DiagnosisSpec] = {}
+    for slug, item in raw.items():
+        here = f"diagnoses.{slug}"
+        if not SLUG_PATTERN.match(slug):
+            raise PackageError(f"{where}: {here}: {slug!r} is not a valid slug")
+        if slug in DIAGNOSES:
+            raise PackageError(f"{where}: {here}: redefines a built-in diagnosis")
+        if not isinstance(item, dict):
+            raise PackageError(f"{where}: {here}: must be a table with title and hint")
+        _reject_unknown(item, {"title", "hint"}, where, f"{here}.")
+        result[slug] = DiagnosisSpec(
+            title=_text(item, "title", where, prefix=here),
+            hint=_text(item, "hint", where, prefix=here),
+        )
+    return result
+
+
+def _limits(raw: Any, where: str) -> Limits:
+    if not isinstance(raw, dict):
+        raise PackageError(f"{where}: limits: must be a table")
+    defaults = Limits()
+    kinds = {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(Limits)}
+    for key, value in raw.items():
+        if key not in kinds:
+            raise PackageError(f"{where}: limits.{key}: unknown limit")
+        number_ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if kinds[key] is int and not (isinstance(value, int) and not isinstance(value, bool)):
+            raise PackageError(f"{where}: limits.{key}: must be a positive integer")
+        if not number_ok or not math.isfinite(value) or value <= 0:
+            raise PackageError(f"{where}: limits.{key}: must be a positive number")
+    return defaults.replace(**raw)
+
+
+# -- option validators ---------------------------------------------------------------
+
+
+def _opt_tolerance(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value < 0:
+        raise PackageError(f"{where}: must be a non-negative number")
+
+
+def _opt_device(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if value != "any":
+        raise PackageError(f'{where}: the only accepted value is "any"')
+
+
+def _opt_variants(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if not isinstance(value, dict) or not value:
+        raise PackageError(f"{where}: must be a table {{diagnosis = observation key}}")
+    for slug, key in value.items():
+        if slug not in known:
+            raise PackageError(f"{where}.{slug}: not a known diagnosis")
+        if not isinstance(key, str) or not key.startswith("_"):
+            raise PackageError(f"{where}.{slug}: must name an observation starting with _")
+
+
+def _opt_facts(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if not isinstance(value, list) or not value or any(v not in GRAPH_FACTS for v in value):
+        raise PackageError(f"{where}: must be a non-empty list drawn from {list(GRAPH_FACTS)}")
+
+
+def _opt_bool(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if not isinstance(value, bool):
+        raise PackageError(f"{where}: must be true or false")
+
+
+def _opt_mode(choices: tuple[str, ...]) -> Any:
+    def validate(value: Any, where: str, names: list[str], known: set[str]) -> None:
+        if value not in choices:
+            raise PackageError(f"{where}: must be one of {list(choices)}")
+
+    return validate
+
+
+def _opt_number(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise PackageError(f"{where}: must be a number")
+
+
+def _opt_steps(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise PackageError(f"{where}: must be a non-negative integer")
+
+
+def _opt_names(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if not isinstance(value, list) or not value or any(v not in names for v in value):
+        raise PackageError(f"{where}: must be a non-empty list of names listed in names")
+
+
+OPTION_VALIDATORS: Mapping[str, Any] = MappingProxyType(
+    {
+        "rtol": _opt_tolerance,
+        "atol": _opt_tolerance,
+        "device": _opt_device,
+        "variants": _opt_variants,
+        "facts": _opt_facts,
+        "count": _opt_bool,
+        "retain_graph": _opt_bool,
+        "gradient_given": _opt_bool,
+        "mode": lambda v, w, n, k: None,  # checked per check type in _check_mode
+        "falls": _opt_bool,
+        "final_below": _opt_number,
+        "max_steps": _opt_steps,
+        "min_steps": _opt_steps,
+        "names": _opt_names,
+    }
+)
+
+
+# -- scalar field helpers ------------------------------------------------------------
+
+
+def _label(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _text(
+    raw: Mapping[str, Any], key: str, where: str, *, prefix: str = "", default: str | None = None
+) -> str:
+    if key not in raw:
+        if default is not None:
+            return default
+        raise PackageError(f"{where}: {_label(prefix, key)}: required field missing")
+    value = raw[key]
+    if not isinstance(value, str) or (default is None and not value.strip()):
+        raise PackageError(f"{where}: {_label(prefix, key)}: must be a non-empty string")
+    return value
+
+
+def _slug(raw: Mapping[str, Any], key: str, where: str) -> str:
+    value = _text(raw, key, where)
+    if not SLUG_PATTERN.match(value):
+        raise PackageError(f"{where}: {key}: {value!r} must be lowercase words joined by -")
+    return value
+
+
+def _positive_int(raw: Mapping[str, Any], key: str, where: str, *, prefix: str = "") -> int:
+    value = raw.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise PackageError(f"{where}: {_label(prefix, key)}: must be a positive integer")
+    return value
+
+
+def _choice(
+    raw: Mapping[str, Any],
+    key: str,
+    choices: tuple[str, ...],
+    where: str,
+    *,
+    default: str | None = None,
+) -> str:
+    if key not in raw and default is not None:
+        return default
+    value = raw.get(key)
+    if value not in choices:
+        raise PackageError(f"{where}: {key}: must be one of {list(choices)}, not {value!r}")
+    return value
+
+
+def _string_list(raw: Mapping[str, Any], key: str, where: str, *, required: bool) -> list[str]:
+    value = raw.get(key)
+    if value is None and not required:
+        return []
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise PackageError(f"{where}: {key}: must be a non-empty list of strings")
+    if len(set(value)) != len(value):
+        raise PackageError(f"{where}: {key}: lists an entry twice")
+    return value

@@ -1,0 +1,88 @@
+"""Input and output shapes of /api/v1/. These field names are a public contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from courses.models import Exercise
+from submissions.models import Submission
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of turning them into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class SubmissionCreateInput(serializers.Serializer):
+    exercise = StrictCharField(max_length=100)
+    # Emptiness, size and NUL bytes are checked by the service, with clear messages.
+    code = StrictCharField(allow_blank=True, trim_whitespace=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["code"].validators = []  # the service owns these rules
+
+
+def _absolute(request: Any, name: str, **kwargs: Any) -> str:
+    return request.build_absolute_uri(reverse(name, kwargs=kwargs))
+
+
+class ExerciseOutput(serializers.Serializer):
+    slug = serializers.CharField()
+    title = serializers.CharField()
+    module = serializers.CharField(source="module.slug")
+    kind = serializers.CharField()
+    points = serializers.IntegerField()
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, exercise: Exercise) -> str:
+        return _absolute(self.context["request"], "api:exercise-detail", slug=exercise.slug)
+
+
+class ExerciseDetailOutput(ExerciseOutput):
+    version = serializers.IntegerField(source="current_version.number")
+    statement = serializers.CharField(source="current_version.statement")
+    statement_html = serializers.CharField(source="current_version.statement_html")
+    starter_code = serializers.CharField(source="current_version.starter_code")
+
+
+class SubmissionCreatedOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, submission: Submission) -> str:
+        return _absolute(self.context["request"], "api:submission-detail", pk=submission.pk)
+
+
+class CheckOutput(serializers.Serializer):
+    name = serializers.CharField()
+    passed = serializers.BooleanField()
+    score = serializers.FloatField()
+    max_score = serializers.FloatField()
+    message = serializers.CharField()
+    diagnosis = serializers.CharField(help_text="a diagnosis slug (grader/FORMAT.md) or ''")
+    hint = serializers.CharField()
+
+
+class SubmissionOutput(SubmissionCreatedOutput):
+    exercise = serializers.CharField(source="exercise.slug")
+    version = serializers.IntegerField(source="version.number")
+    learner = serializers.CharField(source="learner.username")
+    score = serializers.FloatField(allow_null=True)
+    max_score = serializers.FloatField(allow_null=True)
+    passed = serializers.BooleanField(allow_null=True)
+    message = serializers.CharField(
+        source="error_message", help_text="why grading failed or the run stopped, or ''"
+    )
+    checks = CheckOutput(many=True)
+    attempts = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    graded_at = serializers.DateTimeField(allow_null=True)

@@ -1,0 +1,104 @@
+"""One small view per endpoint: parse, authorise, call one service or selector, render."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.pagination import Pagination
+from api.serializers import (
+    ExerciseDetailOutput,
+    ExerciseOutput,
+    SubmissionCreatedOutput,
+    SubmissionCreateInput,
+    SubmissionOutput,
+)
+from courses.selectors import exercise_get, exercise_list
+from submissions.selectors import submission_get, submission_list_own
+from submissions.services import submission_create
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+ERROR_RESPONSES = {
+    400: OpenApiResponse(description='Bad input, per field: {"code": ["..."]}'),
+    401: OpenApiResponse(description="Not authenticated"),
+}
+
+
+class ExerciseListApi(APIView):
+    @extend_schema(responses={200: ExerciseOutput(many=True), **ERROR_RESPONSES})
+    def get(self, request: Request) -> Response:
+        data = ExerciseOutput(exercise_list(), many=True, context={"request": request}).data
+        return Response(data)
+
+
+class ExerciseDetailApi(APIView):
+    @extend_schema(responses={200: ExerciseDetailOutput, 404: OpenApiResponse()})
+    def get(self, request: Request, slug: str) -> Response:
+        exercise = exercise_get(slug=slug)
+        return Response(ExerciseDetailOutput(exercise, context={"request": request}).data)
+
+
+class SubmissionListCreateApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("exercise", OpenApiTypes.STR, description="an exercise slug"),
+            OpenApiParameter("page", OpenApiTypes.INT),
+            OpenApiParameter("page_size", OpenApiTypes.INT),
+        ],
+        responses={200: SubmissionOutput(many=True), **ERROR_RESPONSES},
+    )
+    def get(self, request: Request) -> Response:
+        slug = request.query_params.get("exercise")
+        submissions = submission_list_own(user=request.user, exercise_slug=slug)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(submissions, request, view=self)
+        data = SubmissionOutput(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(data)
+
+    @extend_schema(
+        request=SubmissionCreateInput,
+        parameters=[
+            OpenApiParameter(
+                IDEMPOTENCY_HEADER,
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="a retry with the same key returns the same submission",
+            )
+        ],
+        responses={
+            201: SubmissionCreatedOutput,
+            409: OpenApiResponse(description="Idempotency-Key reused for other content"),
+            429: OpenApiResponse(description="Too many submissions; see Retry-After"),
+            **ERROR_RESPONSES,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        payload = SubmissionCreateInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        submission, created = submission_create(
+            learner=request.user,
+            exercise_slug=payload.validated_data["exercise"],
+            code=payload.validated_data["code"],
+            idempotency_key=_idempotency_key(request),
+        )
+        data = SubmissionCreatedOutput(submission, context={"request": request}).data
+        headers = {"Location": data["url"]}
+        if not created:
+            headers["Idempotent-Replayed"] = "true"
+        return Response(data, status=status.HTTP_201_CREATED, headers=headers)
+
+
+class SubmissionDetailApi(APIView):
+    @extend_schema(responses={200: SubmissionOutput, 404: OpenApiResponse()})
+    def get(self, request: Request, pk: int) -> Response:
+        submission = submission_get(user=request.user, submission_id=pk)
+        return Response(SubmissionOutput(submission, context={"request": request}).data)
+
+
+def _idempotency_key(request: HttpRequest | Request) -> str | None:
+    return request.headers.get(IDEMPOTENCY_HEADER)

@@ -1,0 +1,1 @@
+"""Small pieces shared by the apps (domain errors). Not a Django app."""

@@ -1,0 +1,19 @@
+"""The Celery application: `celery -A config.celery_app worker -Q grading`.
+
+Settings come from Django's settings (CELERY_ namespace, config/settings/base.py).
+Grading tasks go to `grading` (CPU) or `grading-gpu` by the exercise's device, chosen at
+send time (submissions.services.submission_enqueue); the periodic sweep runs on `grading`.
+platform/ and the repository root must be on sys.path (PYTHONPATH=platform:.).
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+
+app = Celery("gradlab")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

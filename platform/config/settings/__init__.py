@@ -1,0 +1,1 @@
+"""Settings: base.py holds everything; dev/test/prod only change defaults."""

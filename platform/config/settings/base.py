@@ -1,0 +1,194 @@
+"""Settings shared by every environment. Values come only from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from config.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+
+BASE_DIR = Path(__file__).resolve().parents[3]  # the repository root
+PLATFORM_DIR = BASE_DIR / "platform"
+VAR_DIR = Path(env_str("GRADLAB_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_secret("SECRET_KEY")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served locally (no CDN)
+    "accounts",
+    "courses",
+    "submissions",
+    "api",
+    "web",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "web.middleware.ContentSecurityPolicyMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DEFAULT_DATABASE_URL = f"sqlite:///{VAR_DIR / 'gradlab.sqlite3'}"
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", DEFAULT_DATABASE_URL),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server and the worker write concurrently: take the write lock up front and
+    # wait for it rather than fail with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = env_str("LOGIN_URL", "/accounts/login/")
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# --- REST API -------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
+    "PAGE_SIZE": 20,
+    "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gradlab API",
+    "DESCRIPTION": "Autograded PyTorch autograd exercises: exercises and submissions.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Celery (config/celery_app.py reads these with the CELERY_ namespace) -----------------
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None  # results live in the database, not in the broker
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+# Queue names are a contract (workers are started with -Q grading / grading-gpu); the
+# override exists so that tests can give their own worker a private queue.
+GRADLAB_QUEUE_CPU = env_str("GRADLAB_QUEUE_CPU", "grading")
+GRADLAB_QUEUE_GPU = env_str("GRADLAB_QUEUE_GPU", "grading-gpu")
+
+# --- Grading ---------------------------------------------------------------------------
+GRADLAB_EXERCISES_DIR = Path(env_str("GRADLAB_EXERCISES_DIR", str(BASE_DIR / "exercises")))
+GRADLAB_SANDBOX = env_str("GRADLAB_SANDBOX", "bubblewrap")
+# Keyword options for grader.sandbox.get_backend, as JSON (e.g. {"runtime_dir": "..."}).
+GRADLAB_SANDBOX_OPTIONS = env_str("GRADLAB_SANDBOX_OPTIONS", "")
+GRADLAB_CACHE_DIR = Path(env_str("GRADLAB_CACHE_DIR", str(VAR_DIR / "reference-cache")))
+GRADLAB_DEVICE = env_str("GRADLAB_DEVICE", "cpu")
+
+GRADLAB_CODE_MAX_BYTES = 64 * 1024
+GRADLAB_RATE_LIMIT_COUNT = env_int("GRADLAB_RATE_LIMIT_COUNT", 10)
+GRADLAB_RATE_LIMIT_WINDOW_SECONDS = env_int("GRADLAB_RATE_LIMIT_WINDOW_SECONDS", 60)
+# A grading task may run at most this long (two sandbox runs: reference + learner).
+GRADLAB_TASK_SOFT_TIME_LIMIT = env_int("GRADLAB_TASK_SOFT_TIME_LIMIT", 150)
+GRADLAB_TASK_TIME_LIMIT = env_int("GRADLAB_TASK_TIME_LIMIT", 180)
+# A running submission whose lease expired is presumed lost (worker died): the sweep
+# re-queues it. It must exceed the task's hard time limit.
+GRADLAB_RUNNING_LEASE_SECONDS = env_int("GRADLAB_RUNNING_LEASE_SECONDS", 240)
+# A queued submission not claimed within this time is re-sent (the broker lost it).
+GRADLAB_QUEUED_LEASE_SECONDS = env_int("GRADLAB_QUEUED_LEASE_SECONDS", 300)
+GRADLAB_SWEEP_INTERVAL_SECONDS = env_float("GRADLAB_SWEEP_INTERVAL_SECONDS", 60.0)
+GRADLAB_MAX_ATTEMPTS = env_int("GRADLAB_MAX_ATTEMPTS", 4)
+GRADLAB_RETRY_BACKOFF_SECONDS = env_float("GRADLAB_RETRY_BACKOFF_SECONDS", 5.0)
+GRADLAB_RETRY_BACKOFF_MAX_SECONDS = env_float("GRADLAB_RETRY_BACKOFF_MAX_SECONDS", 120.0)
+
+CELERY_TASK_SOFT_TIME_LIMIT = GRADLAB_TASK_SOFT_TIME_LIMIT
+CELERY_TASK_TIME_LIMIT = GRADLAB_TASK_TIME_LIMIT
+CELERY_TASK_DEFAULT_QUEUE = GRADLAB_QUEUE_CPU
+CELERY_TASK_ROUTES = {
+    "gradlab.grade_submission": {"queue": GRADLAB_QUEUE_CPU},
+    "gradlab.sweep_submissions": {"queue": GRADLAB_QUEUE_CPU},
+}
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stuck-submissions": {
+        "task": "gradlab.sweep_submissions",
+        "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+    }
+}
+# Unacknowledged messages come back after this long: longer than any retry countdown.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,25 @@
+"""pytest (pyproject: DJANGO_SETTINGS_MODULE). PostgreSQL and Redis are real."""
+
+import dj_database_url
+
+from config.env import env_int, env_str
+from config.settings.base import *  # noqa: F403
+from config.settings.base import SECRET_KEY
+
+DEBUG = False
+SECRET_KEY = SECRET_KEY or "test-only-insecure-key"
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gradlab"), conn_max_age=0
+    )
+}
+# Database 1 by default: tests never share a broker database with a `make run` (database 0).
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/1")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+GRADLAB_RETRY_BACKOFF_SECONDS = 0.5
+GRADLAB_MAX_ATTEMPTS = env_int("GRADLAB_MAX_ATTEMPTS", 3)

@@ -1,0 +1,8 @@
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, include, path
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("api.urls")),
+    path("", include("web.urls")),
+]

@@ -1,0 +1,85 @@
+"""The bridge to grader/: builds a GradeJob from a stored version and runs the engine with
+the configured sandbox backend and reference cache. Plain data in, a Report out."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from grader.protocol import ExerciseError, Report
+from grader.spec import Package, PackageError
+
+
+@functools.cache
+def sandbox_options() -> dict[str, Any]:
+    raw = settings.GRADLAB_SANDBOX_OPTIONS
+    if not raw:
+        return {}
+    try:
+        options = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ImproperlyConfigured(f"GRADLAB_SANDBOX_OPTIONS is not JSON: {error}") from None
+    if not isinstance(options, dict):
+        raise ImproperlyConfigured("GRADLAB_SANDBOX_OPTIONS must be a JSON object")
+    return options
+
+
+@functools.cache
+def sandbox() -> Any:
+    """One backend per process (a backend may keep warm, torch-preloaded helpers).
+    A failure (e.g. a missing runtime) raises InfrastructureError and is not cached."""
+    from grader.sandbox import get_backend
+
+    return get_backend(settings.GRADLAB_SANDBOX, **sandbox_options())
+
+
+@functools.cache
+def reference_cache() -> Any:
+    from grader.cache import ReferenceCache
+
+    return ReferenceCache(settings.GRADLAB_CACHE_DIR)
+
+
+def package_of(files: dict[str, str]) -> Package:
+    try:
+        return Package.from_files(files)
+    except PackageError as error:
+        raise ExerciseError(f"stored exercise version is invalid: {error}") from error
+
+
+def run_grader(*, files: dict[str, str], code: str, seed: int, job_id: str) -> Report:
+    """Grades `code` against the package `files`. Raises InfrastructureError (our fault,
+    retry) or ExerciseError (the exercise is broken)."""
+    from grader import engine
+
+    job = engine.GradeJob(
+        package=package_of(files),
+        code=code,
+        seed=seed,
+        device=settings.GRADLAB_DEVICE,
+        job_id=job_id,
+    )
+    return engine.grade(job, sandbox=sandbox(), cache=reference_cache())
+
+
+def json_safe(value: Any) -> Any:
+    """PostgreSQL's jsonb/text reject NaN/Infinity and NUL: encode them as FORMAT.md does
+    for captures ("nan", "inf", "-inf") and replace NUL with U+FFFD."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, str):
+        return text_safe(value)
+    if isinstance(value, dict):
+        return {text_safe(str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def text_safe(text: str) -> str:
+    return text.replace("\x00", "\ufffd")

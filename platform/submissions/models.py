@@ -1,0 +1,74 @@
+"""Submissions and their per-check grading results. The database is the source of truth:
+the broker only carries hints (a submission id) that a worker may or may not receive."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Submission(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        GRADED = "graded"  # a report exists (the learner's run may still have failed)
+        FAILED = "failed"  # we could not grade it: never counted as a wrong answer
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions"
+    )
+    exercise = models.ForeignKey(
+        "courses.Exercise", on_delete=models.PROTECT, related_name="submissions"
+    )
+    version = models.ForeignKey(
+        "courses.ExerciseVersion", on_delete=models.PROTECT, related_name="submissions"
+    )
+    code = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)  # grading claims so far
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    graded_at = models.DateTimeField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    max_score = models.FloatField(null=True, blank=True)
+    passed = models.BooleanField(null=True, blank=True)
+    report = models.JSONField(null=True, blank=True)  # grader.protocol.Report.to_json()
+    error_message = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["learner", "idempotency_key"], name="submission_idempotency_unique"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["learner", "created_at"], name="submission_learner_recent"),
+            models.Index(fields=["status", "lease_expires_at"], name="submission_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"submission {self.pk} ({self.status})"
+
+
+class CheckResult(models.Model):
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="checks")
+    order = models.PositiveIntegerField()
+    name = models.CharField(max_length=300)
+    passed = models.BooleanField()
+    score = models.FloatField()
+    max_score = models.FloatField()
+    message = models.TextField(blank=True, default="")
+    diagnosis = models.CharField(max_length=100, blank=True, default="")
+    hint = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["submission", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "order"], name="check_order_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {'pass' if self.passed else 'fail'}"

@@ -1,0 +1,18 @@
+"""Celery tasks: thin, take ids, call one service. JSON payloads only."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from submissions import services
+
+
+@shared_task(name="gradlab.grade_submission", acks_late=True, reject_on_worker_lost=True)
+def grade_submission(submission_id: int) -> str:
+    return services.submission_grade(submission_id=int(submission_id)).value
+
+
+@shared_task(name="gradlab.sweep_submissions")
+def sweep_submissions() -> dict[str, list[int]]:
+    result = services.submissions_sweep()
+    return {"requeued": list(result.requeued), "failed": list(result.failed)}

@@ -1,0 +1,45 @@
+"""Content-Security-Policy on every response (a small middleware of ours, no dependency).
+
+The pages load scripts and styles from our own origin only: no inline script, no inline
+style attribute, no CDN. Data reaches scripts through data- attributes and json_script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+CSP_HEADER = "Content-Security-Policy"
+DEFAULT_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+# drf-spectacular's interactive docs page is a third-party page with its own inline script.
+DEFAULT_EXEMPT_PREFIXES = ("/api/v1/docs/",)
+
+
+class ContentSecurityPolicyMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.policy: str = getattr(settings, "GRADLAB_CSP", DEFAULT_POLICY)
+        self.exempt: tuple[str, ...] = tuple(
+            getattr(settings, "GRADLAB_CSP_EXEMPT_PREFIXES", DEFAULT_EXEMPT_PREFIXES)
+        )
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if CSP_HEADER not in response and not request.path.startswith(self.exempt):
+            response[CSP_HEADER] = self.policy
+        return response

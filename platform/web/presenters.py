@@ -1,0 +1,313 @@
+"""Plain view models of submissions for the templates (built from the stored report).
+
+The report is `grader.protocol.Report.to_json()` as saved by the worker. It only carries
+values of visible inputs (the grader omits hidden ones); everything here is rendered by
+auto-escaping templates, so nothing a learner printed can become markup.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import zip_longest
+from typing import Any
+
+from django.urls import reverse
+
+from grader.diagnose import DIAGNOSES, Diagnosis, describe
+from submissions.models import Submission
+
+STDOUT_DISPLAY_CHARS = 20_000  # the grader caps stdout too; this keeps the page light
+TRACEBACK_DISPLAY_CHARS = 8_000
+VALUE_DISPLAY_CHARS = 400  # one cell of the expected-vs-yours table
+MAX_VALUE_ROWS = 12
+NO_VALUE = "\u2013"  # an en dash: no value at this step
+DONE_STATUSES = frozenset({Submission.Status.GRADED, Submission.Status.FAILED})
+STATUS_LABELS = {
+    "queued": "queued",
+    "running": "running",
+    "graded": "graded",
+    "failed": "not graded",
+}
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    label: str
+    expected: str
+    got: str
+
+
+@dataclass(frozen=True)
+class CheckView:
+    name: str
+    passed: bool
+    score: float
+    max_score: float
+    message: str
+    diagnosis: str
+    hint: str
+    values: tuple[ValueRow, ...]
+    value_label: str
+
+
+@dataclass(frozen=True)
+class DiagnosisView:
+    slug: str
+    title: str
+    hint: str
+    checks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ExceptionView:
+    type: str
+    message: str
+    line: int | None
+    traceback: str
+
+
+@dataclass(frozen=True)
+class Feedback:
+    id: int
+    status: str
+    status_label: str
+    done: bool
+    score: float
+    max_score: float
+    passed: bool
+    message: str
+    checks: tuple[CheckView, ...]
+    diagnoses: tuple[DiagnosisView, ...]
+    stdout: str
+    stdout_truncated: bool
+    stdout_cap: int
+    exception: ExceptionView | None
+    curves: Mapping[str, list[float | str | None]] | None
+    curve_rows: tuple[tuple[int, str, str], ...]
+    created_at: datetime
+    graded_at: datetime | None
+    detail_url: str
+
+    @property
+    def failed_count(self) -> int:
+        return sum(1 for c in self.checks if not c.passed)
+
+    @property
+    def curves_script_id(self) -> str:
+        return f"curves-{self.id}"
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    id: int
+    status: str
+    label: str
+    badge: str
+    done: bool
+    score: float
+    max_score: float
+    created_at: datetime
+    code: str
+    detail_url: str
+
+
+def feedback_for(submission: Submission) -> Feedback:
+    report: Mapping[str, Any] = submission.report or {}
+    done = submission.status in DONE_STATUSES
+    checks = tuple(_check_view(raw) for raw in report.get("checks", ()))
+    stdout = str(report.get("stdout") or "")
+    curves = _curves(report.get("curves"))
+    return Feedback(
+        id=submission.pk,
+        status=submission.status,
+        status_label=STATUS_LABELS.get(submission.status, submission.status),
+        done=done,
+        score=float(submission.score or 0.0),
+        max_score=float(submission.max_score or submission.exercise.points),
+        passed=bool(submission.passed),
+        message=_run_message(submission, report),
+        checks=checks,
+        diagnoses=_diagnoses(checks, (submission.version.manifest or {}).get("diagnoses")),
+        stdout=stdout[:STDOUT_DISPLAY_CHARS],
+        stdout_truncated=len(stdout) > STDOUT_DISPLAY_CHARS or bool(report.get("stdout_truncated")),
+        stdout_cap=STDOUT_DISPLAY_CHARS,
+        exception=_exception(report.get("exception")),
+        curves=curves,
+        curve_rows=_curve_rows(curves),
+        created_at=submission.created_at,
+        graded_at=submission.graded_at,
+        detail_url=reverse("web:submission", args=[submission.pk]),
+    )
+
+
+def history_item(submission: Submission) -> HistoryItem:
+    done = submission.status in DONE_STATUSES
+    if submission.status == Submission.Status.GRADED:
+        badge = "passed" if submission.passed else "failing"
+        label = "passed" if submission.passed else "failing"
+    else:
+        badge, label = submission.status, STATUS_LABELS.get(submission.status, submission.status)
+    return HistoryItem(
+        id=submission.pk,
+        status=submission.status,
+        label=label,
+        badge=badge,
+        done=done and submission.status == Submission.Status.GRADED,
+        score=float(submission.score or 0.0),
+        max_score=float(submission.max_score or submission.exercise.points),
+        created_at=submission.created_at,
+        code=submission.code,
+        detail_url=reverse("web:submission", args=[submission.pk]),
+    )
+
+
+def _run_message(submission: Submission, report: Mapping[str, Any]) -> str:
+    if submission.status == Submission.Status.FAILED:
+        reason = submission.error_message or "the grader could not run it"
+        return f"We could not grade this submission ({reason}). It does not count against you."
+    return str(report.get("message") or "")
+
+
+def _check_view(raw: Mapping[str, Any]) -> CheckView:
+    data = raw.get("data") or {}
+    label, values = _values(data if isinstance(data, Mapping) else {})
+    return CheckView(
+        name=str(raw.get("name", "")),
+        passed=bool(raw.get("passed")),
+        score=float(raw.get("score") or 0.0),
+        max_score=float(raw.get("max_score") or 0.0),
+        message=str(raw.get("message") or ""),
+        diagnosis=str(raw.get("diagnosis") or ""),
+        hint=str(raw.get("hint") or ""),
+        values=values,
+        value_label=label,
+    )
+
+
+def _diagnoses(checks: Sequence[CheckView], extra_raw: Any) -> tuple[DiagnosisView, ...]:
+    """One entry per distinct named mistake, in the order of the checks that found it."""
+    extra = _extra_diagnoses(extra_raw)
+    found: dict[str, DiagnosisView] = {}
+    for check in checks:
+        if check.passed or not check.diagnosis:
+            continue
+        known = found.get(check.diagnosis)
+        if known is None:
+            described = describe(check.diagnosis, extra)
+            found[check.diagnosis] = DiagnosisView(
+                slug=check.diagnosis,
+                title=described.title,
+                hint=check.hint or described.hint,
+                checks=(check.name,),
+            )
+        else:
+            found[check.diagnosis] = DiagnosisView(
+                known.slug, known.title, known.hint, (*known.checks, check.name)
+            )
+    return tuple(found.values())
+
+
+def diagnosis_title(slug: str, manifest: Mapping[str, Any] | None) -> str:
+    """The title of a diagnosis slug: the exercise's own [diagnoses] first, then the
+    grader's registry; an unknown slug is shown as itself."""
+    extra = _extra_diagnoses((manifest or {}).get("diagnoses"))
+    if slug in extra or slug in DIAGNOSES:
+        return describe(slug, extra).title
+    return slug
+
+
+def _extra_diagnoses(raw: Any) -> dict[str, Diagnosis]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        slug: Diagnosis(slug, str(entry.get("title", slug)), str(entry.get("hint", "")))
+        for slug, entry in raw.items()
+        if isinstance(entry, Mapping)
+    }
+
+
+def _exception(raw: Any) -> ExceptionView | None:
+    if not isinstance(raw, Mapping):
+        return None
+    line = raw.get("line")
+    return ExceptionView(
+        type=str(raw.get("type") or "Exception"),
+        message=str(raw.get("message") or ""),
+        line=line if isinstance(line, int) else None,
+        traceback=str(raw.get("traceback") or "")[:TRACEBACK_DISPLAY_CHARS],
+    )
+
+
+def _curves(raw: Any) -> dict[str, list[float | str | None]] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    learner = raw.get("learner")
+    if not isinstance(learner, list) or not learner:
+        return None
+    reference = raw.get("reference")
+    return {
+        "learner": [_point(v) for v in learner],
+        "reference": [_point(v) for v in reference] if isinstance(reference, list) else [],
+    }
+
+
+def _point(value: Any) -> float | str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else str(value)
+    return str(value)[:10]  # "nan", "inf", "-inf" as the capture encodes them
+
+
+def _curve_rows(curves: Mapping[str, list[Any]] | None) -> tuple[tuple[int, str, str], ...]:
+    if not curves:
+        return ()
+    pairs = zip_longest(curves["learner"], curves["reference"], fillvalue=None)
+    return tuple((i, _fmt(mine), _fmt(ref)) for i, (mine, ref) in enumerate(pairs, start=1))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return NO_VALUE
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return _short(value)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) > VALUE_DISPLAY_CHARS:
+        return text[: VALUE_DISPLAY_CHARS - 1] + "…"
+    return text
+
+
+def _values(data: Mapping[str, Any]) -> tuple[str, tuple[ValueRow, ...]]:
+    """Expected-vs-got rows from a check's data, whatever the check type put there:
+    {"want" | "expected", "got"} for one value, or {"cases": [{...}, ...]} for the visible
+    cases of a function exercise. Anything else (e.g. {"case": 3} of a hidden case) shows
+    no table."""
+    if _has_pair(data):
+        label = str(data.get("label") or data.get("target") or "value")
+        return "", (_pair(label, data),)
+    cases = data.get("cases")
+    if isinstance(cases, list):
+        rows = [
+            _pair(str(c.get("label") or f"case {i}"), c)
+            for i, c in enumerate(cases)
+            if isinstance(c, Mapping) and _has_pair(c)
+        ]
+        return "input", tuple(rows[:MAX_VALUE_ROWS])
+    return "", ()
+
+
+def _has_pair(data: Mapping[str, Any]) -> bool:
+    return "got" in data and ("want" in data or "expected" in data)
+
+
+def _pair(label: str, data: Mapping[str, Any]) -> ValueRow:
+    expected = data["want"] if "want" in data else data.get("expected")
+    return ValueRow(label, _short(expected), _short(data.get("got")))

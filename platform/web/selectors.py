@@ -1,0 +1,230 @@
+"""Reads that only the pages need: a learner's progress through a module, the class
+statistics of an instructor's module, the gradebook."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Max, Q, QuerySet
+
+from accounts.models import Enrollment
+from courses.models import Exercise, Module
+from submissions.models import CheckResult, Submission
+from web.presenters import diagnosis_title
+
+TOP_DIAGNOSES = 3
+HISTORY_LIMIT = 50
+
+STATUS_LABELS = {"not-tried": "not tried", "failing": "failing", "passed": "passed"}
+
+
+@dataclass(frozen=True)
+class ExerciseRow:
+    slug: str
+    title: str
+    kind: str
+    points: float
+    attempts: int
+    best_score: float
+    status: str  # "not-tried" | "failing" | "passed"
+
+    @property
+    def status_label(self) -> str:
+        return STATUS_LABELS[self.status]
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    total: int
+    passed: int
+    score: float
+    max_score: float
+
+
+@dataclass(frozen=True)
+class DiagnosisCount:
+    slug: str
+    title: str
+    count: int  # submissions in which a check named this mistake
+
+
+@dataclass(frozen=True)
+class ExerciseStats:
+    slug: str
+    title: str
+    points: float
+    version: int
+    attempts: int
+    learners_tried: int
+    learners_passed: int
+    diagnoses: tuple[DiagnosisCount, ...]
+
+
+@dataclass(frozen=True)
+class GradeRow:
+    user_id: int
+    username: str
+    email: str
+    scores: tuple[float | None, ...]  # best score per exercise, None when not tried
+
+    @property
+    def total(self) -> float:
+        return sum(s for s in self.scores if s is not None)
+
+    @property
+    def tried(self) -> int:
+        return sum(1 for s in self.scores if s is not None)
+
+
+def module_exercises(module: Module) -> QuerySet[Exercise]:
+    return Exercise.objects.filter(module=module, current_version__isnull=False).order_by(
+        "order", "slug"
+    )
+
+
+def learner_progress(*, module: Module, user: AbstractBaseUser) -> list[ExerciseRow]:
+    stats = {
+        row["exercise_id"]: row
+        for row in Submission.objects.filter(learner=user, exercise__module=module)
+        .values("exercise_id")
+        .annotate(
+            attempts=Count("id"),
+            best=Max("score", filter=Q(status=Submission.Status.GRADED)),
+            passed=Count("id", filter=Q(status=Submission.Status.GRADED, passed=True)),
+            graded=Count("id", filter=Q(status=Submission.Status.GRADED)),
+        )
+    }
+    rows = []
+    for exercise in module_exercises(module):
+        row = stats.get(exercise.pk)
+        rows.append(
+            ExerciseRow(
+                slug=exercise.slug,
+                title=exercise.title,
+                kind=exercise.kind,
+                points=float(exercise.points),
+                attempts=row["attempts"] if row else 0,
+                best_score=float(row["best"] or 0.0) if row else 0.0,
+                status=_status(row),
+            )
+        )
+    return rows
+
+
+def _status(row: dict | None) -> str:
+    if not row or not row["graded"]:
+        return "not-tried"
+    return "passed" if row["passed"] else "failing"
+
+
+def module_summary(rows: list[ExerciseRow]) -> ModuleSummary:
+    return ModuleSummary(
+        total=len(rows),
+        passed=sum(1 for r in rows if r.status == "passed"),
+        score=sum(r.best_score for r in rows),
+        max_score=sum(r.points for r in rows),
+    )
+
+
+def exercise_history(*, exercise: Exercise, user: AbstractBaseUser) -> QuerySet[Submission]:
+    return (
+        Submission.objects.filter(exercise=exercise, learner=user)
+        .select_related("exercise", "version")
+        .order_by("-created_at", "-id")[:HISTORY_LIMIT]
+    )
+
+
+def class_submissions(module: Module) -> QuerySet[Submission]:
+    """Submissions of the module's learners (instructors' own tries are not the class)."""
+    learners = Enrollment.objects.filter(module=module, role=Enrollment.Role.LEARNER)
+    return Submission.objects.filter(
+        exercise__module=module, learner__in=learners.values("user_id")
+    )
+
+
+def exercise_stats(module: Module) -> list[ExerciseStats]:
+    subs = class_submissions(module)
+    per_exercise = {
+        row["exercise_id"]: row
+        for row in subs.values("exercise_id").annotate(
+            attempts=Count("id"),
+            tried=Count("learner", distinct=True),
+            passed=Count(
+                "learner", distinct=True, filter=Q(status=Submission.Status.GRADED, passed=True)
+            ),
+        )
+    }
+    diagnoses = _diagnosis_counts(subs)
+    return [
+        ExerciseStats(
+            slug=e.slug,
+            title=e.title,
+            points=float(e.points),
+            version=e.current_version.number if e.current_version else 0,
+            attempts=per_exercise.get(e.pk, {}).get("attempts", 0),
+            learners_tried=per_exercise.get(e.pk, {}).get("tried", 0),
+            learners_passed=per_exercise.get(e.pk, {}).get("passed", 0),
+            diagnoses=_top(
+                diagnoses.get(e.pk), e.current_version.manifest if e.current_version else None
+            ),
+        )
+        for e in module_exercises(module).select_related("current_version")
+    ]
+
+
+def _diagnosis_counts(subs: QuerySet[Submission]) -> dict[int, Counter[str]]:
+    rows = (
+        CheckResult.objects.filter(submission__in=subs, passed=False)
+        .exclude(diagnosis="")
+        .values("submission__exercise_id", "diagnosis")
+        .annotate(n=Count("submission", distinct=True))
+    )
+    counts: dict[int, Counter[str]] = {}
+    for row in rows:
+        counts.setdefault(row["submission__exercise_id"], Counter())[row["diagnosis"]] += row["n"]
+    return counts
+
+
+def _top(counter: Counter[str] | None, manifest: dict | None) -> tuple[DiagnosisCount, ...]:
+    if not counter:
+        return ()
+    return tuple(
+        DiagnosisCount(slug, diagnosis_title(slug, manifest), n)
+        for slug, n in counter.most_common(TOP_DIAGNOSES)
+    )
+
+
+def gradebook(module: Module) -> tuple[list[Exercise], list[GradeRow]]:
+    exercises = list(module_exercises(module))
+    best = {
+        (row["learner_id"], row["exercise_id"]): row["best"]
+        for row in class_submissions(module)
+        .filter(status=Submission.Status.GRADED)
+        .values("learner_id", "exercise_id")
+        .annotate(best=Max("score"))
+    }
+    learner_ids = Enrollment.objects.filter(module=module, role=Enrollment.Role.LEARNER).values(
+        "user_id"
+    )
+    users = get_user_model().objects.filter(pk__in=learner_ids).order_by("username")
+    rows = [
+        GradeRow(
+            user_id=u.pk,
+            username=u.get_username(),
+            email=getattr(u, "email", ""),
+            scores=tuple(best.get((u.pk, e.pk)) for e in exercises),
+        )
+        for u in users
+    ]
+    return exercises, rows
+
+
+def learner_submissions(*, module: Module, learner_id: int) -> QuerySet[Submission]:
+    return (
+        Submission.objects.filter(exercise__module=module, learner_id=learner_id)
+        .select_related("exercise", "version")
+        .order_by("-created_at", "-id")
+    )

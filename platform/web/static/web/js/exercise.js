@@ -1,0 +1,182 @@
+/* The exercise page: a CodeMirror editor over the plain <textarea> (which still works
+ * without JavaScript), submission with fetch + CSRF, and live status by polling a small
+ * JSON endpoint until the submission is graded. */
+(function () {
+  "use strict";
+
+  var POLL_FIRST_MS = 400;
+  var POLL_MAX_MS = 2000;
+  var POLL_GIVE_UP_MS = 10 * 60 * 1000;
+  var INDENT = "    ";
+  var STATUS_TEXT = {
+    queued: "Queued: waiting for a grader…",
+    running: "Running your code in the sandbox…",
+    graded: "Graded.",
+    failed: "Your run did not finish."
+  };
+
+  function csrfToken(form) {
+    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  function setStatus(box, state, text) {
+    box.dataset.state = state;
+    box.replaceChildren();
+    if (state === "queued" || state === "running") {
+      var spin = document.createElement("span");
+      spin.className = "spinner";
+      spin.setAttribute("aria-hidden", "true");
+      box.appendChild(spin);
+    }
+    var span = document.createElement("span");
+    span.textContent = text;
+    box.appendChild(span);
+  }
+
+  function makeEditor(textarea, form, submitButton) {
+    if (typeof window.CodeMirror === "undefined") {
+      textarea.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+          event.preventDefault();
+          form.requestSubmit();
+        }
+      });
+      return null;
+    }
+    var submit = function () { form.requestSubmit(); };
+    var editor = window.CodeMirror.fromTextArea(textarea, {
+      mode: { name: "python", version: 3 },
+      lineNumbers: true,
+      indentUnit: 4,
+      tabSize: 4,
+      indentWithTabs: false,
+      matchBrackets: true,
+      autoCloseBrackets: true,
+      styleActiveLine: true,
+      viewportMargin: Infinity,
+      screenReaderLabel: textarea.getAttribute("aria-label") || "Your code",
+      extraKeys: {
+        "Tab": function (cm) {
+          if (cm.somethingSelected()) { cm.indentSelection("add"); }
+          else { cm.replaceSelection(INDENT, "end", "+input"); }
+        },
+        "Shift-Tab": function (cm) { cm.indentSelection("subtract"); },
+        "Ctrl-Enter": submit,
+        "Cmd-Enter": submit,
+        // Tab indents inside the editor, so Escape is the keyboard way out of it.
+        "Esc": function () { submitButton.focus(); }
+      }
+    });
+    editor.getWrapperElement().id = "code-editor";
+    return editor;
+  }
+
+  function poller(statusUrl, statusBox, feedback, history, submitButton) {
+    var started = Date.now();
+    var delay = POLL_FIRST_MS;
+
+    function finish(data) {
+      if (data.feedback_html !== undefined) {
+        feedback.innerHTML = data.feedback_html;
+        if (window.gradlabCharts) { window.gradlabCharts.drawAll(feedback); }
+      }
+      if (history && data.history_html !== undefined) { history.innerHTML = data.history_html; }
+      setStatus(statusBox, data.status, STATUS_TEXT[data.status] || data.status);
+      submitButton.disabled = false;
+      var heading = feedback.querySelector("h2, h3");
+      if (heading) { heading.setAttribute("tabindex", "-1"); }
+    }
+
+    function tick() {
+      fetch(statusUrl, { headers: { "Accept": "application/json" }, credentials: "same-origin" })
+        .then(function (response) {
+          if (!response.ok) { throw new Error("HTTP " + response.status); }
+          return response.json();
+        })
+        .then(function (data) {
+          if (data.done) { finish(data); return; }
+          setStatus(statusBox, data.status, STATUS_TEXT[data.status] || data.status);
+          schedule();
+        })
+        .catch(function () {
+          setStatus(statusBox, "error", "Lost contact with the server; retrying…");
+          schedule();
+        });
+    }
+
+    function schedule() {
+      if (Date.now() - started > POLL_GIVE_UP_MS) {
+        setStatus(statusBox, "error", "Still not graded. Reload the page later to see the result.");
+        submitButton.disabled = false;
+        return;
+      }
+      window.setTimeout(tick, delay);
+      delay = Math.min(POLL_MAX_MS, Math.round(delay * 1.5));
+    }
+
+    return tick;
+  }
+
+  function errorText(data) {
+    if (!data) { return "The submission was not accepted."; }
+    if (data.error) { return data.error; }
+    if (data.errors) {
+      return Object.keys(data.errors).map(function (k) { return data.errors[k].join(" "); }).join(" ");
+    }
+    return "The submission was not accepted.";
+  }
+
+  function init() {
+    var form = document.getElementById("submit-form");
+    if (!form) { return; }
+    var textarea = form.querySelector("textarea[name=code]");
+    var submitButton = form.querySelector("button[type=submit]");
+    var statusBox = document.getElementById("live-status");
+    var feedback = document.getElementById("feedback");
+    var history = document.getElementById("history");
+    var editor = makeEditor(textarea, form, submitButton);
+    document.documentElement.classList.add("js");
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      if (submitButton.disabled) { return; }
+      if (editor) { editor.save(); }
+      submitButton.disabled = true;
+      setStatus(statusBox, "queued", "Sending…");
+      fetch(form.action, {
+        method: "POST",
+        body: new FormData(form),
+        credentials: "same-origin",
+        headers: { "Accept": "application/json", "X-CSRFToken": csrfToken(form) }
+      })
+        .then(function (response) {
+          return response.json().catch(function () { return null; }).then(function (data) {
+            return { ok: response.ok, data: data };
+          });
+        })
+        .then(function (result) {
+          if (!result.ok || !result.data || !result.data.status_url) {
+            setStatus(statusBox, "error", errorText(result.data));
+            submitButton.disabled = false;
+            return;
+          }
+          setStatus(statusBox, result.data.status, STATUS_TEXT[result.data.status] || result.data.status);
+          poller(result.data.status_url, statusBox, feedback, history, submitButton)();
+        })
+        .catch(function () {
+          setStatus(statusBox, "error", "Could not reach the server. Your code is still in the editor; try again.");
+          submitButton.disabled = false;
+        });
+    });
+
+    // A submission still being graded when the page was opened: follow it too.
+    var pending = feedback && feedback.dataset.pendingStatusUrl;
+    if (pending) {
+      submitButton.disabled = true;
+      poller(pending, statusBox, feedback, history, submitButton)();
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", init);
+})();

@@ -1,0 +1,21 @@
+"""Template helpers for the page frame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from web.access import modules_for_instructor
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def teaching_modules(context: dict[str, Any]) -> list[Any]:
+    """The modules the signed-in user teaches (for the header's "Teach" links)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return []
+    return list(modules_for_instructor(user))

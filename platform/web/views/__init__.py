@@ -1,0 +1,1 @@
+"""Pages for learners (learner.py) and instructors (instructor.py)."""

@@ -1,0 +1,130 @@
+"""Instructor pages: class statistics, one learner's work, grade export, regrade and
+validation of an exercise. Each starts with access.get_module_for_instructor (403)."""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from submissions.services import exercise_regrade
+from web import access, selectors, validation
+from web.presenters import history_item
+
+
+@login_required
+@require_GET
+def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
+    module = access.get_module_for_instructor(request.user, module_slug)
+    exercises, grades = selectors.gradebook(module)
+    context = {
+        "module": module,
+        "stats": selectors.exercise_stats(module),
+        "exercises": exercises,
+        "grades": grades,
+        "nav": "teach",
+    }
+    return render(request, "web/teach_module.html", context)
+
+
+@login_required
+@require_GET
+def teach_learner(request: HttpRequest, module_slug: str, user_id: int) -> HttpResponse:
+    module = access.get_module_for_instructor(request.user, module_slug)
+    learner = get_user_model().objects.filter(pk=user_id, enrollments__module=module).first()
+    if learner is None:
+        raise Http404("No such learner in this module.")
+    submissions = selectors.learner_submissions(module=module, learner_id=learner.pk)
+    context = {
+        "module": module,
+        "learner": learner,
+        "rows": [(s.exercise, history_item(s)) for s in submissions],
+        "crumbs": [(f"Teach: {module.title}", _teach_url(module)), (learner.get_username(), "")],
+        "nav": "teach",
+    }
+    return render(request, "web/teach_learner.html", context)
+
+
+@login_required
+@require_GET
+def grades_csv(request: HttpRequest, module_slug: str) -> HttpResponse:
+    module = access.get_module_for_instructor(request.user, module_slug)
+    exercises, grades = selectors.gradebook(module)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{module.slug}-grades.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["username", "email", *(e.slug for e in exercises), "total", "max_total"])
+    max_total = sum(e.points for e in exercises)
+    for row in grades:
+        writer.writerow(
+            [
+                _csv_text(row.username),
+                _csv_text(row.email),
+                *("" if s is None else _number(s) for s in row.scores),
+                _number(row.total),
+                _number(max_total),
+            ]
+        )
+    return response
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _csv_text(value: str) -> str:
+    # A cell starting with = + - @ is a formula in spreadsheets: neutralise it.
+    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+
+
+@login_required
+@require_GET
+def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    module = access.get_module_for_instructor(request.user, module_slug)
+    exercise = access.get_exercise_in_module(module, exercise_slug)
+    return _render_teach_exercise(request, module, exercise)
+
+
+def _render_teach_exercise(
+    request: HttpRequest, module: Any, exercise: Any, **extra: Any
+) -> HttpResponse:
+    stats = next(s for s in selectors.exercise_stats(module) if s.slug == exercise.slug)
+    context = {
+        "module": module,
+        "exercise": exercise,
+        "stats": stats,
+        "versions": exercise.versions.order_by("-number"),
+        "crumbs": [(f"Teach: {module.title}", _teach_url(module)), (exercise.title, "")],
+        "nav": "teach",
+        "validation_wait_s": validation.EXPECTED_WAIT_S,
+        **extra,
+    }
+    return render(request, "web/teach_exercise.html", context)
+
+
+@login_required
+@require_POST
+def validate_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    module = access.get_module_for_instructor(request.user, module_slug)
+    exercise = access.get_exercise_in_module(module, exercise_slug)
+    outcome = validation.validate_version(exercise.current_version)
+    return _render_teach_exercise(request, module, exercise, validation=outcome)
+
+
+def _teach_url(module: Any) -> str:
+    return reverse("web:teach_module", args=[module.slug])
+
+
+@login_required
+@require_POST
+def regrade_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    module = access.get_module_for_instructor(request.user, module_slug)
+    exercise = access.get_exercise_in_module(module, exercise_slug)
+    result = exercise_regrade(exercise=exercise)
+    return _render_teach_exercise(request, module, exercise, regrade=result)

@@ -1,0 +1,191 @@
+"""Learner pages: module, exercise (editor + live feedback), one submission, its status.
+
+Each view: parse, authorise with one getter from web.access, call one service or
+selector, render.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_GET, require_http_methods
+
+from common.errors import DomainError, InvalidInput, RateLimited
+from submissions.models import Submission
+from submissions.services import submission_create
+from web import access, selectors
+from web.presenters import feedback_for, history_item
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    modules = list(access.modules_for_learner(request.user))
+    if len(modules) == 1:
+        return redirect("web:module", modules[0].slug)
+    return render(request, "web/home.html", {"modules": modules, "nav": "learn"})
+
+
+@login_required
+@require_GET
+def module_page(request: HttpRequest, module_slug: str) -> HttpResponse:
+    module = access.get_module_for_learner(request.user, module_slug)
+    rows = selectors.learner_progress(module=module, user=request.user)
+    context = {
+        "module": module,
+        "rows": rows,
+        "summary": selectors.module_summary(rows),
+        "nav": "learn",
+    }
+    return render(request, "web/module.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def exercise_page(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    module = access.get_module_for_learner(request.user, module_slug)
+    exercise = access.get_exercise_in_module(module, exercise_slug)
+    if request.method == "POST":
+        return _submit(request, exercise)
+    return _render_exercise(request, module, exercise)
+
+
+def _render_exercise(
+    request: HttpRequest,
+    module: Any,
+    exercise: Any,
+    *,
+    code: str | None = None,
+    errors: list[str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    history = list(selectors.exercise_history(exercise=exercise, user=request.user))
+    latest = history[0] if history else None
+    version = exercise.current_version
+    context = {
+        "module": module,
+        "exercise": exercise,
+        "statement_html": _trusted_statement(version.statement_html),
+        "code": code if code is not None else (latest.code if latest else version.starter_code),
+        "restored": code is None and latest is not None,
+        "latest": feedback_for(latest) if latest else None,
+        "pending_status_url": _status_url(latest) if latest and not _done(latest) else "",
+        "history": [history_item(s) for s in history],
+        "form_errors": errors or [],
+        "crumbs": _crumbs(module, exercise.title),
+        "nav": "learn",
+    }
+    return render(request, "web/exercise.html", context, status=status)
+
+
+def _trusted_statement(html: str) -> SafeString:
+    # statement_html was sanitised with an allow-list (nh3) when the version was created.
+    return mark_safe(html)
+
+
+def _submit(request: HttpRequest, exercise: Any) -> HttpResponse:
+    code = request.POST.get("code", "")
+    try:
+        submission, _ = submission_create(
+            learner=request.user, exercise_slug=exercise.slug, code=code
+        )
+    except InvalidInput as error:
+        return _rejected(request, exercise, code, error.errors, 400)
+    except RateLimited as error:
+        response = _rejected(request, exercise, code, {"code": [error.message]}, 429)
+        response["Retry-After"] = str(error.retry_after)
+        return response
+    except DomainError as error:
+        return _rejected(request, exercise, code, {"code": [error.message]}, 400)
+    if _wants_json(request):
+        return JsonResponse(_status_payload(submission, request=None), status=202)
+    return redirect("web:submission", submission.pk)
+
+
+def _rejected(
+    request: HttpRequest, exercise: Any, code: str, errors: dict[str, list[str]], status: int
+) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"errors": errors}, status=status)
+    messages = [m for field in errors.values() for m in field]
+    return _render_exercise(
+        request, exercise.module, exercise, code=code, errors=messages, status=status
+    )
+
+
+@login_required
+@require_GET
+def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
+    submission = access.get_submission_for_viewer(request.user, submission_id)
+    exercise = submission.exercise
+    context = {
+        "fb": feedback_for(submission),
+        "exercise": exercise,
+        "owner": submission.learner,
+        "code": submission.code,
+        "crumbs": _crumbs(
+            exercise.module, exercise.title, exercise=exercise, last=f"Submission #{submission.pk}"
+        ),
+    }
+    return render(request, "web/submission.html", context)
+
+
+@login_required
+@require_GET
+def submission_status(request: HttpRequest, submission_id: int) -> JsonResponse:
+    """Polled by the exercise page until `done`; then carries the rendered feedback."""
+    submission = access.get_submission_for_viewer(request.user, submission_id)
+    return JsonResponse(_status_payload(submission, request=request))
+
+
+def _done(submission: Submission) -> bool:
+    return submission.status in (Submission.Status.GRADED, Submission.Status.FAILED)
+
+
+def _status_url(submission: Submission) -> str:
+    return reverse("web:submission_status", args=[submission.pk])
+
+
+def _status_payload(submission: Submission, *, request: HttpRequest | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "id": submission.pk,
+        "status": submission.status,
+        "done": _done(submission),
+        "status_url": _status_url(submission),
+        "url": reverse("web:submission", args=[submission.pk]),
+    }
+    if payload["done"] and request is not None:
+        payload.update(
+            score=submission.score, max_score=submission.max_score, passed=submission.passed
+        )
+        payload["feedback_html"] = render_to_string(
+            "web/_feedback.html", {"fb": feedback_for(submission)}, request=request
+        )
+        if submission.learner_id == request.user.pk:
+            history = selectors.exercise_history(exercise=submission.exercise, user=request.user)
+            payload["history_html"] = render_to_string(
+                "web/_history.html",
+                {"history": [history_item(s) for s in history]},
+                request=request,
+            )
+    return payload
+
+
+def _crumbs(module: Any, title: str, *, exercise: Any = None, last: str = "") -> list:
+    crumbs: list[tuple[str, str]] = [(module.title, reverse("web:module", args=[module.slug]))]
+    if exercise is not None:
+        crumbs.append((title, reverse("web:exercise", args=[module.slug, exercise.slug])))
+        crumbs.append((last, ""))
+    else:
+        crumbs.append((title, ""))
+    return crumbs

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Runs the platform in the foreground on embedded defaults (make run calls it after setup):
+# migrations, exercises, demo accounts (tokens printed), Redis if none is reachable, a Celery
+# worker with the sweep scheduler, and the web server on PORT. Ctrl-C or SIGTERM stops all
+# it started. Honours DATABASE_URL (default: SQLite in var/), REDIS_URL, PORT, HOST.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PYTHONPATH=platform:.
+export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.dev}"
+PORT="${PORT:-8000}"
+HOST="${HOST:-127.0.0.1}"
+WEB_WORKERS="${WEB_WORKERS:-2}"
+WORKER_CONCURRENCY="${WORKER_CONCURRENCY:-2}"
+PRIVATE_REDIS_PORT="${PRIVATE_REDIS_PORT:-6390}"
+PY=.venv/bin/python
+VAR=var
+mkdir -p "$VAR"
+
+log() { echo "run: $*" >&2; }
+groups=()  # process-group ids of everything started here
+
+stop_all() {
+  trap - EXIT INT TERM
+  local pgid
+  for pgid in "${groups[@]}"; do kill -TERM -- "-$pgid" 2>/dev/null || true; done
+  for _ in $(seq 20); do
+    local alive=0
+    for pgid in "${groups[@]}"; do kill -0 -- "-$pgid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.5
+  done
+  for pgid in "${groups[@]}"; do kill -KILL -- "-$pgid" 2>/dev/null || true; done
+  log "stopped"
+}
+trap stop_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start() {  # start <name> <command...>: in its own process group (stopped as a whole)
+  local name=$1; shift
+  setsid "$@" &
+  groups+=("$!")
+  log "started $name (process group $!)"
+}
+
+redis_ping() { "$PY" -c 'import sys, redis; redis.Redis.from_url(sys.argv[1], socket_connect_timeout=1).ping()' "$1" >/dev/null 2>&1; }
+
+ensure_redis() {
+  local url="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+  if redis_ping "$url"; then export REDIS_URL="$url"; return; fi
+  log "no Redis at $url: starting a private one on 127.0.0.1:$PRIVATE_REDIS_PORT"
+  if ! command -v redis-server >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || { log "redis-server is missing: apt-get install redis-server"; exit 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+  fi
+  mkdir -p "$VAR/redis"
+  start redis redis-server --bind 127.0.0.1 --port "$PRIVATE_REDIS_PORT" --dir "$PWD/$VAR/redis" \
+    --save '' --appendonly no
+  export REDIS_URL="redis://127.0.0.1:$PRIVATE_REDIS_PORT/0"
+  for _ in $(seq 50); do redis_ping "$REDIS_URL" && return; sleep 0.2; done
+  log "the private Redis did not start"; exit 1
+}
+
+wait_for_web() {
+  for _ in $(seq 100); do
+    "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
+      "http://$HOST:$PORT/api/v1/schema/" >/dev/null 2>&1 && return 0
+    sleep 0.3
+  done
+  return 1
+}
+
+ensure_redis
+export CELERY_BROKER_URL="${CELERY_BROKER_URL:-$REDIS_URL}"
+
+"$PY" manage.py migrate --noinput -v 0
+"$PY" manage.py load_exercises
+"$PY" manage.py collectstatic --noinput -v 0
+accounts=$("$PY" manage.py demo_accounts)
+
+start worker .venv/bin/celery -A config.celery_app worker --beat \
+  --schedule "$VAR/celerybeat-schedule" -Q grading,grading-gpu \
+  --concurrency "$WORKER_CONCURRENCY" --loglevel INFO
+start web .venv/bin/gunicorn config.wsgi --bind "$HOST:$PORT" --workers "$WEB_WORKERS" \
+  --access-logfile - --graceful-timeout 5
+
+if ! wait_for_web; then log "the web server did not answer on http://$HOST:$PORT"; exit 1; fi
+learner_token=$(echo "$accounts" | sed -n 's/.*username=demo-learner .*token=\([0-9a-f]*\).*/\1/p')
+cat >&2 <<BANNER
+
+gradlab is running on http://$HOST:$PORT/   (API: /api/v1/, docs: /api/v1/docs/)
+database: ${DATABASE_URL:-sqlite $VAR/gradlab.sqlite3}   broker: $REDIS_URL
+demo accounts (passwords are new on each start; tokens stay):
+$(echo "$accounts" | sed 's/^/  /')
+
+try:  curl -H "Authorization: Token $learner_token" http://$HOST:$PORT/api/v1/exercises/
+Ctrl-C stops everything.
+
+BANNER
+
+# Foreground until Ctrl-C/SIGTERM, or until one of the services dies.
+set +e
+wait -n
+status=$?
+log "a service exited (status $status): stopping the rest"
+exit "$status"

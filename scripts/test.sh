@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite against real services (make test runs the setup steps first).
+# Extra arguments go to pytest: scripts/test.sh tests/platform -x -q
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export PYTHONPATH=platform:.
+export DJANGO_SETTINGS_MODULE=config.settings.test
+# pytest-django creates and drops test_gradlab next to this database.
+export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gradlab}"
+# Database 1: tests never share a queue with a `make run` on database 0.
+export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}"
+export CELERY_BROKER_URL="$REDIS_URL"
+# Tests that would skip for a missing Docker Engine or Chromium fail instead.
+export GRADLAB_REQUIRE_DOCKER=1
+export GRADLAB_REQUIRE_BROWSER=1
+
+if [ $# -eq 0 ]; then set -- tests; fi
+.venv/bin/pytest "$@"
+status=$?
+if [ "$status" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests: failing" >&2
+  exit 1
+fi
+exit "$status"

@@ -1,0 +1,254 @@
+"""The pages' permissions, headers and escaping, through Django's test client (no browser).
+
+Submissions here carry a stored report as the worker saves it (Report.to_json()); the
+grading itself is exercised by the Chromium test and tests/platform.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from submissions.models import CheckResult, Submission
+
+pytestmark = pytest.mark.django_db
+
+MODULE = "autograd-backprop"
+SCRIPT_PAYLOAD = "<script>alert('pwned')</script>"
+
+
+def stored_report(*, stdout: str = "", exception: dict | None = None) -> dict[str, Any]:
+    return {
+        "status": "graded",
+        "score": 4.0,
+        "max_score": 10.0,
+        "passed": False,
+        "message": "",
+        "checks": [
+            {
+                "name": "x.grad equals dz/dx = 60",
+                "passed": False,
+                "score": 0.0,
+                "max_score": 4.0,
+                "message": "x.grad is None: the gradient never reached x",
+                "diagnosis": "graph-broken",
+                "hint": "Create x with requires_grad=True.",
+                "data": {"want": "tensor(60., dtype=float32)", "got": "None"},
+            },
+            {
+                "name": "y equals 10",
+                "passed": True,
+                "score": 4.0,
+                "max_score": 4.0,
+                "message": "",
+                "diagnosis": "",
+                "hint": "",
+                "data": {},
+            },
+        ],
+        "stdout": stdout,
+        "exception": exception,
+        "curves": None,
+        "duration_s": 0.5,
+        "runtime": "bubblewrap torch-2.13.0 cpu",
+    }
+
+
+def make_submission(learner: Any, course: Any, **report: Any) -> Submission:
+    exercise = course.exercises.get(slug="chain-rule")
+    submission = Submission.objects.create(
+        learner=learner,
+        exercise=exercise,
+        version=exercise.current_version,
+        code="import torch\nx = torch.tensor(2.0)\n",
+        status=Submission.Status.GRADED,
+        score=4.0,
+        max_score=10.0,
+        passed=False,
+        report=stored_report(**report),
+    )
+    CheckResult.objects.create(
+        submission=submission, order=0, name="x.grad", passed=False, score=0, max_score=4,
+        diagnosis="graph-broken",
+    )  # fmt: skip
+    return submission
+
+
+def client_for(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_signed_out_visitors_are_sent_to_the_sign_in_page(client: Client, course: Any) -> None:
+    response = client.get(reverse("web:module", args=[MODULE]))
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_learner_cannot_read_another_learners_submission(
+    course: Any, alice_learner: Any, carol_other_learner: Any
+) -> None:
+    submission = make_submission(alice_learner, course)
+    carol = client_for(carol_other_learner)
+    assert carol.get(reverse("web:submission", args=[submission.pk])).status_code == 404
+    assert carol.get(reverse("web:submission_status", args=[submission.pk])).status_code == 404
+    alice = client_for(alice_learner)
+    assert alice.get(reverse("web:submission", args=[submission.pk])).status_code == 200
+
+
+def test_learner_never_sees_another_learners_code_on_the_exercise_page(
+    course: Any, alice_learner: Any, carol_other_learner: Any
+) -> None:
+    make_submission(alice_learner, course)
+    page = client_for(carol_other_learner).get(reverse("web:exercise", args=[MODULE, "chain-rule"]))
+    assert page.status_code == 200
+    assert "x = torch.tensor(2.0)\n</textarea>" not in page.content.decode()
+    assert "No submissions yet." in page.content.decode()
+
+
+def test_instructor_can_read_a_learners_submission(
+    course: Any, alice_learner: Any, bob_instructor: Any
+) -> None:
+    submission = make_submission(alice_learner, course)
+    bob = client_for(bob_instructor)
+    assert bob.get(reverse("web:submission", args=[submission.pk])).status_code == 200
+    page = bob.get(reverse("web:teach_learner", args=[MODULE, alice_learner.pk]))
+    assert page.status_code == 200
+    assert f"#{submission.pk}" in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "method"),
+    [
+        ("web:teach_module", [MODULE], "get"),
+        ("web:grades_csv", [MODULE], "get"),
+        ("web:teach_exercise", [MODULE, "chain-rule"], "get"),
+        ("web:regrade_exercise", [MODULE, "chain-rule"], "post"),
+        ("web:validate_exercise", [MODULE, "chain-rule"], "post"),
+    ],
+)
+def test_non_instructor_cannot_open_statistics_csv_regrade_or_validation(
+    course: Any, alice_learner: Any, name: str, args: list[str], method: str
+) -> None:
+    make_submission(alice_learner, course)
+    client = client_for(alice_learner)
+    response = getattr(client, method)(reverse(name, args=args))
+    assert response.status_code == 403
+    assert Submission.objects.get().score == 4.0  # nothing was regraded
+
+
+def test_learner_page_of_another_module_member_is_not_found_for_the_wrong_module(
+    course: Any, bob_instructor: Any
+) -> None:
+    bob = client_for(bob_instructor)
+    assert bob.get(reverse("web:teach_learner", args=[MODULE, 999_999])).status_code == 404
+
+
+def test_pages_carry_a_content_security_policy_without_inline_script(
+    course: Any, alice_learner: Any
+) -> None:
+    alice = client_for(alice_learner)
+    for url in (
+        reverse("web:module", args=[MODULE]),
+        reverse("web:exercise", args=[MODULE, "chain-rule"]),
+        reverse("web:login"),
+    ):
+        response = alice.get(url)
+        policy = response["Content-Security-Policy"]
+        assert "script-src 'self'" in policy
+        assert "unsafe-inline" not in policy
+        assert "object-src 'none'" in policy
+        html = response.content.decode()
+        assert "<script>" not in html  # every script is a static file
+        assert " on" + "click=" not in html
+
+
+def test_printed_output_and_traceback_of_a_learner_are_escaped(
+    course: Any, alice_learner: Any
+) -> None:
+    submission = make_submission(
+        alice_learner,
+        course,
+        stdout=SCRIPT_PAYLOAD,
+        exception={
+            "type": "RuntimeError",
+            "message": SCRIPT_PAYLOAD,
+            "line": 3,
+            "traceback": f'  File "submission.py", line 3\nRuntimeError: {SCRIPT_PAYLOAD}',
+        },
+    )
+    alice = client_for(alice_learner)
+    for response in (
+        alice.get(reverse("web:submission", args=[submission.pk])),
+        alice.get(reverse("web:exercise", args=[MODULE, "chain-rule"])),
+    ):
+        html = response.content.decode()
+        assert SCRIPT_PAYLOAD not in html
+        assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in html
+    status = alice.get(reverse("web:submission_status", args=[submission.pk])).json()
+    assert SCRIPT_PAYLOAD not in status["feedback_html"]
+
+
+def test_feedback_names_the_mistake_and_shows_expected_against_got(
+    course: Any, alice_learner: Any
+) -> None:
+    submission = make_submission(alice_learner, course)
+    html = client_for(alice_learner).get(reverse("web:submission", args=[submission.pk]))
+    text = html.content.decode()
+    assert "Gradient never reached this tensor" in text
+    assert "Create x with requires_grad=True." in text
+    assert "<code>tensor(60., dtype=float32)</code>" in text and "<code>None</code>" in text
+
+
+def test_form_post_without_javascript_creates_a_submission_and_redirects_to_it(
+    course: Any, alice_learner: Any, settings: Any
+) -> None:
+    settings.GRADLAB_QUEUE_CPU = "grading-unconsumed-web-test"  # no worker listens here
+    alice = client_for(alice_learner)
+    response = alice.post(
+        reverse("web:exercise", args=[MODULE, "chain-rule"]), {"code": "print('hi')\n"}
+    )
+    submission = Submission.objects.get(learner=alice_learner)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("web:submission", args=[submission.pk])
+    assert submission.code == "print('hi')\n"
+
+
+def test_form_post_rejects_empty_code_with_a_message(course: Any, alice_learner: Any) -> None:
+    alice = client_for(alice_learner)
+    url = reverse("web:exercise", args=[MODULE, "chain-rule"])
+    page = alice.post(url, {"code": "   "})
+    assert page.status_code == 400
+    assert "Code must not be empty." in page.content.decode()
+    json_reply = alice.post(url, {"code": ""}, headers={"Accept": "application/json"})
+    assert json_reply.status_code == 400
+    assert json_reply.json()["errors"]["code"]
+    assert not Submission.objects.exists()
+
+
+def test_submitting_requires_a_csrf_token(course: Any, alice_learner: Any) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice_learner)
+    response = client.post(
+        reverse("web:exercise", args=[MODULE, "chain-rule"]), {"code": "print(1)\n"}
+    )
+    assert response.status_code == 403
+    assert not Submission.objects.exists()
+
+
+def test_grade_csv_lists_each_learners_best_score(
+    course: Any, alice_learner: Any, bob_instructor: Any
+) -> None:
+    make_submission(alice_learner, course)
+    response = client_for(bob_instructor).get(reverse("web:grades_csv", args=[MODULE]))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    lines = response.content.decode().splitlines()
+    header = lines[0].split(",")
+    alice = next(line.split(",") for line in lines if line.startswith("alice_learner"))
+    assert alice[header.index("chain-rule")] == "4"
+    assert alice[header.index("first-gradient")] == ""

@@ -1,0 +1,59 @@
+"""Fixtures for the sandbox tests: the real backends, raw jobs, leftover checks."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+
+import pytest
+from sandbox_helpers import (
+    RAW_HARNESS,
+    REQUIRE_DOCKER_ENV,
+    RawRun,
+    assert_no_leftovers,
+    docker_unavailable_reason,
+    raw_job,
+    snapshot,
+)
+
+from grader.protocol import Limits, SandboxRequest, SandboxResult
+from grader.sandbox import get_backend
+from grader.sandbox.base import Sandbox
+from grader.sandbox.bubblewrap import BubblewrapSandbox
+
+
+@pytest.fixture
+def bubblewrap_raw() -> BubblewrapSandbox:
+    """The real bubblewrap backend, running the raw test harness instead of the real one."""
+    return BubblewrapSandbox(harness_dir=RAW_HARNESS)
+
+
+@pytest.fixture
+def run_raw(bubblewrap_raw: BubblewrapSandbox) -> Iterator[RawRun]:
+    """Runs python code as the sandbox's main program; asserts nothing is left behind."""
+    before = snapshot()
+
+    def run(code: str, *, device: str = "cpu", **limits: object) -> SandboxResult:
+        request = SandboxRequest(
+            job_id=f"test-{secrets.token_hex(4)}",
+            stdin=raw_job(code),
+            limits=Limits().replace(**limits),
+            device=device,
+        )
+        return bubblewrap_raw.run(request)
+
+    yield run
+    assert_no_leftovers(before)
+
+
+@pytest.fixture(params=["bubblewrap", "docker"])
+def backend(request: pytest.FixtureRequest) -> Sandbox:
+    """Each real sandbox backend, with the real harness."""
+    if request.param == "docker":
+        reason = docker_unavailable_reason()
+        if reason is not None:
+            if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
+                pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
+            pytest.skip(reason)
+    return get_backend(request.param)

@@ -1,0 +1,468 @@
+"""The bubblewrap backend on raw jobs: isolation, limits, outcomes, clean-up.
+
+Every test runs real code in the real sandbox (tests/sandbox/raw_harness executes the
+job's "python" field as the sandbox's main program).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import pwd
+import secrets
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import ROOT, RawRun, assert_no_leftovers, raw_job, snapshot
+
+from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest
+from grader.sandbox import get_backend
+from grader.sandbox.bubblewrap import BubblewrapSandbox
+
+pytestmark = pytest.mark.sandbox
+
+
+def report(run_raw: RawRun, code: str, **limits: object) -> dict:
+    """Runs code that prints one JSON object; returns it."""
+    result = run_raw(textwrap.dedent(code), **limits)
+    assert result.status is RunStatus.OK, (result.status, result.message, result.stdout[-500:])
+    return json.loads(result.stdout.decode().strip().splitlines()[-1])
+
+
+# --- who and what the code sees ---------------------------------------------------------
+
+
+def test_code_runs_as_an_unprivileged_user_without_capabilities(run_raw: RawRun) -> None:
+    seen = report(
+        run_raw,
+        """
+        import json, os
+        status = dict(l.split(":\\t", 1) for l in open("/proc/self/status").read().splitlines())
+        print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+                          "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff",
+                                                                "CapBnd", "CapAmb")],
+                          "nnp": status["NoNewPrivs"].strip()}))
+        """,
+    )
+    assert seen["uid"] == 1000 and seen["gid"] == 1000
+    assert set(seen["groups"]) <= {1000}
+    assert seen["caps"] == ["0000000000000000"] * 5
+    assert seen["nnp"] == "1"
+
+
+def test_the_host_sees_the_sandboxed_code_as_an_unprivileged_user(run_raw: RawRun) -> None:
+    duration = f"3.{secrets.randbelow(10**6):06d}"  # a command line no one else runs
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        job = pool.submit(run_raw, f"import subprocess\nsubprocess.run(['sleep', '{duration}'])")
+        uids = _host_uids_of(f"sleep\0{duration}\0".encode(), until=job)
+        assert job.result().status is RunStatus.OK
+    assert uids, "the sandboxed sleep was never seen on the host"
+    expected = pwd.getpwnam("gradlab-sandbox").pw_uid if os.geteuid() == 0 else os.getuid()
+    assert uids == {expected} and 0 not in uids
+
+
+def _host_uids_of(cmdline: bytes, until: concurrent.futures.Future[object]) -> set[int]:
+    uids: set[int] = set()
+    while not until.done():
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and (entry / "cmdline").read_bytes() == cmdline:
+                    status = (entry / "status").read_text()
+                    uids |= {int(v) for v in status.split("Uid:")[1].split("\n")[0].split()}
+            except OSError:
+                continue
+        time.sleep(0.05)
+    return uids
+
+
+def test_the_filesystem_holds_only_the_runtime_the_harness_and_tmp(run_raw: RawRun) -> None:
+    seen = report(
+        run_raw,
+        """
+        import json, os
+        print(json.dumps({"root": sorted(os.listdir("/")), "cwd": os.getcwd(),
+                          "harness": sorted(os.listdir("/harness"))}))
+        """,
+    )
+    assert set(seen["root"]) == {
+        "bin",
+        "dev",
+        "harness",
+        "lib",
+        "lib64",
+        "proc",
+        "runtime",
+        "tmp",
+        "usr",
+    }
+    assert seen["cwd"] == "/tmp"
+    assert seen["harness"] == ["main.py"]
+
+
+def test_code_cannot_read_files_outside_the_sandbox(run_raw: RawRun) -> None:
+    seen = report(
+        run_raw,
+        f"""
+        import json
+        found = {{}}
+        for path in ["/etc/shadow", "/etc/passwd", "/root", "{ROOT}/exercises",
+                     "{ROOT}/exercises/first-gradient/solution.py", "/work", "/home"]:
+            try:
+                open(path).read()
+                found[path] = "read"
+            except IsADirectoryError:
+                found[path] = "exists"
+            except OSError as error:
+                found[path] = type(error).__name__
+        print(json.dumps(found))
+        """,
+    )
+    assert set(seen.values()) == {"FileNotFoundError"}, seen
+
+
+def test_code_cannot_write_outside_tmp_and_tmp_is_capped(run_raw: RawRun) -> None:
+    seen = report(
+        run_raw,
+        """
+        import json
+        out = {}
+        for path in ["/x", "/dev/shm/x", "/usr/x", "/runtime/x", "/harness/x"]:
+            try:
+                open(path, "w").write("x")
+                out[path] = "written"
+            except OSError as error:
+                out[path] = error.errno
+        written = 0
+        try:
+            with open("/tmp/fill", "wb") as f:
+                for _ in range(64):
+                    f.write(b"x" * 1024 * 1024)
+                    f.flush()
+                    written += 1
+        except OSError as error:
+            out["tmp_error"] = error.errno
+        out["tmp_mb"] = written
+        print(json.dumps(out))
+        """,
+        tmpfs_mb=8,
+        file_size_mb=32,
+    )
+    assert all(v != "written" for k, v in seen.items() if k.startswith("/")), seen
+    assert seen["tmp_mb"] <= 8
+    assert seen["tmp_error"] == 28  # ENOSPC
+
+
+def test_code_cannot_see_host_processes(run_raw: RawRun) -> None:
+    seen = report(
+        run_raw,
+        """
+        import json, os
+        pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+        print(json.dumps({"pids": pids, "me": os.getpid()}))
+        """,
+    )
+    assert max(seen["pids"]) < 10 and seen["me"] < 10
+    assert os.getpid() not in seen["pids"] or os.getpid() < 10
+
+
+def test_code_sees_none_of_the_workers_environment(
+    run_raw: RawRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "gradlab-test-secret-" + os.urandom(8).hex()
+    monkeypatch.setenv("SECRET_KEY", secret)
+    monkeypatch.setenv("DATABASE_URL", f"postgres://u:{secret}@127.0.0.1/db")
+    result = run_raw(
+        """
+import os
+print(sorted(os.environ))
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        try:
+            print(open(f"/proc/{pid}/environ", "rb").read())
+        except OSError as error:
+            print(pid, error)
+"""
+    )
+    assert result.status is RunStatus.OK
+    assert secret.encode() not in result.stdout
+    assert b"SECRET_KEY" not in result.stdout and b"DATABASE_URL" not in result.stdout
+    assert b"OMP_NUM_THREADS" in result.stdout
+
+
+def test_code_cannot_reach_a_listener_on_the_host(run_raw: RawRun) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        host_ip = _host_address()
+        seen = report(
+            run_raw,
+            f"""
+            import json, socket
+            out = {{}}
+            for host in ["127.0.0.1", "{host_ip}", "1.1.1.1"]:
+                try:
+                    socket.create_connection((host, {port}), timeout=2).close()
+                    out[host] = "connected"
+                except OSError as error:
+                    out[host] = type(error).__name__
+            out["interfaces"] = [name for _, name in socket.if_nameindex()]
+            print(json.dumps(out))
+            """,
+        )
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert "connected" not in seen.values(), seen
+    assert seen["interfaces"] == ["lo"]
+
+
+def _host_address() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def test_code_cannot_create_user_namespaces_or_raise_privileges(run_raw: RawRun) -> None:
+    result = run_raw(
+        """
+import subprocess
+print(subprocess.run(["unshare", "-U", "-r", "id"], capture_output=True).returncode)
+"""
+    )
+    assert result.stdout.strip() != b"0"
+
+
+# --- the job on stdin -----------------------------------------------------------------
+
+
+def test_a_large_job_arrives_whole_on_stdin_then_eof(bubblewrap_raw: BubblewrapSandbox) -> None:
+    payload = "x" * 3_000_000  # far beyond a pipe's buffer
+    code = (
+        "import sys, hashlib\n"
+        f"payload = {payload!r}\n"
+        "rest = sys.stdin.read()\n"
+        "print(len(payload), repr(rest), NONCE)\n"
+    )
+    before = snapshot()
+    request = SandboxRequest("test-stdin", raw_job(code, nonce="ab" * 16), Limits())
+    result = bubblewrap_raw.run(request)
+    assert result.status is RunStatus.OK, result.message
+    assert result.stdout == f"3000000 '' {'ab' * 16}\n".encode()
+    assert_no_leftovers(before)
+
+
+# --- limits and outcomes --------------------------------------------------------------
+
+
+def test_allocating_2_gb_is_a_memory_failure(run_raw: RawRun) -> None:
+    result = run_raw("block = bytearray(2 * 1024**3)\nprint('allocated')")
+    assert result.status is RunStatus.MEMORY
+    assert result.message == "memory limit of 1024 MB exceeded"
+    assert b"allocated" not in result.stdout
+
+
+def test_the_memory_limit_comes_from_the_request(run_raw: RawRun) -> None:
+    code = (
+        "block = bytearray(400 * 1024**2)\nblock[::4096] = b'x' * len(block[::4096])\nprint('ok')"
+    )
+    assert run_raw(code, memory_mb=1024).status is RunStatus.OK
+    small = run_raw(code, memory_mb=256)
+    assert small.status is RunStatus.MEMORY
+    assert "256 MB" in small.message
+
+
+def test_a_fork_bomb_is_capped_and_killed_at_the_time_limit(run_raw: RawRun) -> None:
+    result = run_raw(
+        """
+import os, time
+made = 0
+for _ in range(10_000):
+    try:
+        if os.fork() == 0:
+            time.sleep(1000)
+        made += 1
+    except OSError:
+        break
+print(made, flush=True)
+while True:
+    time.sleep(1)
+""",
+        wall_seconds=4,
+        pids=32,
+    )
+    assert result.status is RunStatus.TIMEOUT
+    assert int(result.stdout.split()[0]) < 32
+    assert result.message == "time limit of 4 s exceeded"
+
+
+def test_an_infinite_loop_is_killed_at_the_wall_clock_limit(run_raw: RawRun) -> None:
+    result = run_raw("while True:\n    pass", wall_seconds=2)
+    assert result.status is RunStatus.TIMEOUT
+    assert result.exit_code is None
+    assert 2 <= result.duration_s < 10
+
+
+def test_cpu_time_over_the_limit_is_a_timeout(run_raw: RawRun) -> None:
+    result = run_raw("while True:\n    pass", wall_seconds=20, cpu_seconds=1)
+    assert result.status is RunStatus.TIMEOUT
+    assert result.message == "CPU time limit of 1 s exceeded"
+
+
+def test_printing_100_mb_stops_at_the_output_cap(run_raw: RawRun) -> None:
+    code = "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 1024 * 1024)"
+    result = run_raw(code, result_bytes=1_000_000)
+    assert result.status is RunStatus.OUTPUT_LIMIT
+    assert len(result.stdout) <= 1_000_000 + 256
+    assert result.message == "output limit of 1000000 bytes exceeded"
+
+
+def test_writing_a_1_gb_file_is_stopped_by_the_file_size_limit(run_raw: RawRun) -> None:
+    result = run_raw(
+        """
+import errno
+try:
+    with open("/tmp/big", "wb") as f:
+        for _ in range(1024):
+            f.write(b"x" * 1024 * 1024)
+except OSError as error:
+    print(errno.errorcode[error.errno])
+""",
+        file_size_mb=16,
+    )
+    assert result.status is RunStatus.OK
+    assert result.stdout.strip() == b"EFBIG"
+
+
+def test_a_nonzero_exit_is_a_crash_with_its_status(run_raw: RawRun) -> None:
+    result = run_raw("raise SystemExit(3)")
+    assert result.status is RunStatus.CRASHED
+    assert result.exit_code == 3
+    assert result.message == "the sandboxed program exited with status 3"
+
+
+def test_a_fatal_signal_is_a_crash_naming_the_signal(run_raw: RawRun) -> None:
+    result = run_raw("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert result.status is RunStatus.CRASHED
+    assert "SIGSEGV" in result.message
+
+
+def test_a_detached_process_does_not_outlive_its_job(run_raw: RawRun) -> None:
+    result = run_raw(
+        """
+import subprocess
+subprocess.Popen(["setsid", "sleep", "1000"], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print("detached")
+"""
+    )
+    assert result.status is RunStatus.OK
+    assert result.stdout == b"detached\n"
+    # run_raw's teardown asserts that the sleep is gone and the job's cgroup removed
+
+
+def test_the_next_job_runs_normally_after_a_killed_one(run_raw: RawRun) -> None:
+    assert run_raw("while True:\n    pass", wall_seconds=1).status is RunStatus.TIMEOUT
+    result = run_raw("import torch\nprint(torch.ones(2).sum().item())")
+    assert result.status is RunStatus.OK
+    assert result.stdout == b"2.0\n"
+
+
+# --- runtime facts, devices, infrastructure faults ------------------------------------
+
+
+def test_runtime_key_names_the_backend_torch_and_device() -> None:
+    key = get_backend("bubblewrap").runtime_key("cpu")
+    backend, torch_version, device = key.split(" ")
+    assert backend == "bubblewrap"
+    assert torch_version.startswith("torch-2.")
+    assert device == "cpu"
+
+
+def test_a_cuda_job_without_a_usable_gpu_runs_on_cpu_and_says_so(run_raw: RawRun) -> None:
+    if Path("/dev/nvidia0").exists():
+        pytest.skip("this worker has a GPU")
+    result = run_raw(
+        "import os, torch\nprint(os.environ['GRADLAB_DEVICE'], torch.cuda.is_available())",
+        device="cuda",
+    )
+    assert result.status is RunStatus.OK
+    assert result.stdout == b"cpu False\n"
+    assert "ran on CPU" in result.message
+    assert get_backend("bubblewrap").runtime_key("cuda").endswith(" cpu")
+
+
+def test_a_missing_bwrap_is_an_infrastructure_error() -> None:
+    sandbox = BubblewrapSandbox(bwrap="/nonexistent/bwrap")
+    with pytest.raises(InfrastructureError, match="not installed"):
+        sandbox.run(SandboxRequest("test-missing", raw_job("print(1)")))
+
+
+def test_a_missing_runtime_is_an_infrastructure_error(tmp_path: Path) -> None:
+    sandbox = BubblewrapSandbox(runtime_dir=tmp_path / "nothing")
+    with pytest.raises(InfrastructureError, match="runtime python"):
+        sandbox.run(SandboxRequest("test-missing", raw_job("print(1)")))
+
+
+def test_bwrap_failing_to_set_up_is_an_infrastructure_error(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs a root worker (the harness folder must be unreadable to bwrap)")
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    harness = hidden / "harness"
+    harness.mkdir()
+    (harness / "main.py").write_text("print('never')\n")
+    sandbox = BubblewrapSandbox(harness_dir=harness)
+    before = snapshot()
+    with pytest.raises(InfrastructureError, match="bubblewrap could not set up the sandbox"):
+        sandbox.run(SandboxRequest("test-setup", raw_job("print(1)")))
+    assert_no_leftovers(before)
+
+
+def test_a_worker_that_is_not_root_runs_bwrap_as_itself_with_rlimits() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start the worker as another user")
+    duration = f"2.{secrets.randbelow(10**6):06d}"
+    code = textwrap.dedent(
+        f"""
+        import json
+        from grader.protocol import Limits, SandboxRequest
+        from grader.sandbox.bubblewrap import BubblewrapSandbox
+        from sandbox_helpers import RAW_HARNESS, raw_job
+        sandbox = BubblewrapSandbox(harness_dir=RAW_HARNESS)
+        def run(code, **limits):
+            result = sandbox.run(SandboxRequest("test-nonroot", raw_job(code),
+                                                Limits().replace(**limits)))
+            return [result.status.value, result.stdout.decode()[-200:]]
+        print(json.dumps({{
+            "sleep": run("import subprocess; subprocess.run(['sleep', '{duration}'])"),
+            "memory": run("b = bytearray(3 * 1024**3); print('allocated')"),
+            "loop": run("while True: pass", wall_seconds=2),
+        }}))
+        """
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}/platform:{ROOT}:{ROOT}/tests/sandbox"}
+    worker = subprocess.Popen(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+         sys.executable, "-c", code],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/",
+    )  # fmt: skip
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        done = pool.submit(worker.communicate, timeout=120)
+        uids = _host_uids_of(f"sleep\0{duration}\0".encode(), until=done)
+        stdout, stderr = done.result()
+    assert worker.returncode == 0, stderr[-2000:]
+    seen = json.loads(stdout.splitlines()[-1])
+    assert uids == {pwd.getpwnam("nobody").pw_uid}
+    assert seen["sleep"][0] == "ok"
+    assert seen["memory"][0] == "crashed" and "allocated" not in seen["memory"][1]
+    assert seen["loop"][0] == "timeout"

@@ -1,0 +1,370 @@
+"""Attacks submitted as learner code, graded through the full path (grader.engine.grade)
+in each real sandbox backend.
+
+Every attack must end in a clear failed result (or a zero score for faked gradients),
+leave nothing behind, and the worker must then grade a correct submission correctly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import ROOT, Snapshot, assert_no_leftovers, snapshot
+
+from grader.cache import ReferenceCache
+from grader.engine import GradeJob, grade
+from grader.protocol import Report
+from grader.sandbox.base import Sandbox
+from grader.spec import Package, load_package
+
+pytestmark = pytest.mark.sandbox
+
+EXERCISE = ROOT / "exercises" / "first-gradient"
+# Short limits keep the timeouts quick; the reference and a correct answer fit easily.
+TEST_LIMITS = "\n[limits]\nwall_seconds = 6\ncpu_seconds = 6\n"
+
+
+@dataclass
+class Grader:
+    backend: Sandbox
+    package: Package
+    cache: ReferenceCache
+    before: Snapshot
+
+    def grade(self, code: str) -> Report:
+        job = GradeJob(self.package, textwrap.dedent(code), job_id=f"test-{secrets.token_hex(4)}")
+        return grade(job, sandbox=self.backend, cache=self.cache)
+
+    def assert_contained(self) -> None:
+        """Nothing of the attack survives, and the next (correct) submission gets full marks."""
+        assert_no_leftovers(self.before)
+        report = self.grade(self.package.solution)
+        assert report.status == "graded" and report.passed, report.to_json()
+        assert report.score == report.max_score
+
+
+def short_limits_package() -> Package:
+    files = dict(load_package(EXERCISE).files)
+    assert "[limits]" not in files["exercise.toml"]
+    files["exercise.toml"] += TEST_LIMITS
+    return Package.from_files(files, origin=str(EXERCISE))
+
+
+@pytest.fixture
+def grader(backend: Sandbox, tmp_path: Path) -> Iterator[Grader]:
+    package = short_limits_package()
+    cache = ReferenceCache(tmp_path / "reference-cache")
+    # The reference runs (and is cached) before the snapshot: the attack is what's measured.
+    warm = Grader(backend, package, cache, snapshot())
+    warm.grade("pass")
+    yield Grader(backend, package, cache, snapshot())
+
+
+def assert_failed(report: Report, *words: str) -> None:
+    """A clear failed result: nothing scored, and the message (or the error shown to the
+    learner) says why."""
+    assert not report.passed and report.score == 0, report.to_json()
+    said = " ".join([report.message, json.dumps(report.exception or {})]).lower()
+    assert report.message or report.exception, report.to_json()
+    for word in words:
+        assert word.lower() in said, (word, report.to_json())
+
+
+# --- escaping the sandbox --------------------------------------------------------------
+
+
+def test_learner_cannot_connect_to_a_port_on_the_host(grader: Grader) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("0.0.0.0", 0))
+        listener.listen()
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        report = grader.grade(
+            f"""
+            import socket
+            for host in ["127.0.0.1", "172.17.0.1", "10.0.2.2", "{_host_address()}"]:
+                try:
+                    socket.create_connection((host, {port}), timeout=1).sendall(b"leak")
+                    print("connected", host)
+                except OSError as error:
+                    print("blocked", host, type(error).__name__)
+            socket.create_connection(("127.0.0.1", {port}), timeout=1)
+            """
+        )
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert "connected" not in report.stdout
+    assert_failed(report)
+    assert report.exception and report.exception["type"] in {
+        "ConnectionRefusedError", "OSError", "TimeoutError",
+    }  # fmt: skip
+    grader.assert_contained()
+
+
+def _host_address() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def test_learner_cannot_read_files_outside_the_sandbox(grader: Grader) -> None:
+    targets = ["/etc/shadow", "/etc/passwd", "/root/.bashrc", str(EXERCISE / "solution.py"),
+               str(ROOT / "platform"), str(ROOT / ".venv"), "/work", "/home"]  # fmt: skip
+    report = grader.grade(
+        f"""
+        import os
+        readable = []
+        for path in {targets!r}:
+            if os.path.exists(path):
+                readable.append(path)
+        print("readable:", readable)
+        open("/etc/shadow").read()
+        """
+    )
+    assert "readable: []" in report.stdout
+    assert_failed(report, "FileNotFoundError")
+    grader.assert_contained()
+
+
+def test_learner_cannot_find_the_reference_solution_anywhere(grader: Grader) -> None:
+    reference = "requires_grad=True)\ny = x**2\ny.backward()"
+    assert reference in grader.package.solution
+    report = grader.grade(
+        f"""
+        import os
+        needle = {reference!r}.encode()
+        found, scanned = [], 0
+        for top in ["/tmp", "/harness", "/dev", "/proc"]:
+            for folder, dirs, files in os.walk(top):
+                if folder.startswith("/proc/") and folder.count("/") > 3:
+                    dirs[:] = [d for d in dirs if d in ("fd", "cwd", "root")]
+                for name in files:
+                    path = os.path.join(folder, name)
+                    try:
+                        with open(path, "rb") as handle:
+                            data = handle.read(1_000_000)
+                    except OSError:
+                        continue
+                    scanned += 1
+                    if needle in data or b"GRADLAB-RESULT" in data:
+                        found.append(path)
+        print("scanned", scanned > 0, "found:", found)
+        raise RuntimeError("the reference was not found")
+        """
+    )
+    assert "scanned True found: []" in report.stdout
+    assert reference not in json.dumps(report.to_json())
+    assert_failed(report, "RuntimeError")
+    grader.assert_contained()
+
+
+def test_learner_cannot_read_the_workers_environment(
+    grader: Grader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = f"gradlab-secret-{secrets.token_hex(8)}"
+    monkeypatch.setenv("SECRET_KEY", secret)
+    monkeypatch.setenv("DATABASE_URL", f"postgres://gradlab:{secret}@127.0.0.1/gradlab")
+    report = grader.grade(
+        """
+        import os
+        seen = dict(os.environ)
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    seen[pid] = open(f"/proc/{pid}/environ", "rb").read().decode()
+                except OSError as error:
+                    seen[pid] = type(error).__name__
+        print(seen)
+        raise KeyError("SECRET_KEY" if "SECRET_KEY" not in str(seen) else "leaked")
+        """
+    )
+    assert secret not in json.dumps(report.to_json())
+    assert "SECRET_KEY=" not in report.stdout and "DATABASE_URL" not in report.stdout
+    assert_failed(report, "KeyError")
+    grader.assert_contained()
+
+
+# --- exhausting resources ---------------------------------------------------------------
+
+
+def test_a_fork_bomb_fails_with_a_clear_message(grader: Grader) -> None:
+    report = grader.grade(
+        """
+        import os
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+        """
+    )
+    assert_failed(report)
+    assert report.message, report.to_json()
+    grader.assert_contained()
+
+
+def test_allocating_2_gb_fails_with_the_memory_limit(grader: Grader) -> None:
+    report = grader.grade(
+        """
+        import torch
+        block = torch.ones(2 * 1024**3 // 4)
+        """
+    )
+    assert_failed(report, "memory limit of 1024 MB exceeded")
+    grader.assert_contained()
+
+
+def test_an_infinite_loop_fails_with_the_time_limit(grader: Grader) -> None:
+    report = grader.grade(
+        """
+        import torch
+        x = torch.tensor(5.0, requires_grad=True)
+        while True:
+            pass
+        """
+    )
+    assert_failed(report, "time limit of 6 s exceeded")
+    grader.assert_contained()
+
+
+def test_printing_100_mb_is_capped_and_scores_nothing(grader: Grader) -> None:
+    report = grader.grade(
+        """
+        import os, sys
+        chunk = "x" * (1024 * 1024)
+        for _ in range(100):
+            sys.stdout.write(chunk)
+            os.write(1, chunk.encode())
+        """
+    )
+    assert not report.passed and report.score == 0
+    assert len(report.stdout) <= grader.package.manifest.limits.stdout_bytes + 1024
+    assert report.message or report.exception or any(not c.passed for c in report.checks)
+    grader.assert_contained()
+
+
+def test_writing_a_1_gb_file_is_stopped(grader: Grader) -> None:
+    report = grader.grade(
+        """
+        chunk = b"x" * (1024 * 1024)
+        with open("/tmp/huge", "wb") as handle:
+            for _ in range(1024):
+                handle.write(chunk)
+        """
+    )
+    assert_failed(report)
+    said = (report.message + json.dumps(report.exception or {})).lower()
+    assert "file too large" in said or "no space left" in said, report.to_json()
+    grader.assert_contained()
+
+
+# --- forging the result -----------------------------------------------------------------
+
+
+def test_a_forged_result_frame_is_not_believed(grader: Grader) -> None:
+    forged = {
+        "protocol": 1, "kind": "script", "torch": "2.13.0", "device": "cpu",
+        "variables": {}, "backward_calls": [], "optimizer_steps": 0, "stdout": "",
+        "stdout_truncated": False, "exception": None, "duration_s": 0.0,
+    }  # fmt: skip
+    body = json.dumps(forged)
+    report = grader.grade(
+        f"""
+        import os, sys
+        body = {body!r}
+        for nonce in ["0" * 32, "f" * 32]:
+            frame = f"GRADLAB-RESULT {{nonce}} {{len(body)}}\\n{{body}}"
+            print(frame)
+            os.write(1, frame.encode())
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, frame.encode())
+                except OSError:
+                    pass
+        sys.stdout.flush()
+        os._exit(0)
+        """
+    )
+    assert_failed(report)
+    grader.assert_contained()
+
+
+def test_faked_gradients_from_a_monkeypatched_torch_score_zero_on_gradients(
+    grader: Grader,
+) -> None:
+    report = grader.grade(
+        """
+        import torch
+
+        def fake_backward(self, *args, **kwargs):
+            x.grad = torch.tensor(10.0)
+
+        torch.Tensor.backward = fake_backward
+        torch.autograd.backward = lambda *args, **kwargs: fake_backward(None)
+        x = torch.tensor(5.0)
+        y = x**2
+        y.backward()
+        """
+    )
+    assert not report.passed, report.to_json()
+    gradient = next(c for c in report.checks if c.name.startswith("x.grad"))
+    assert not gradient.passed and gradient.score == 0, gradient
+    calls = next(c for c in report.checks if c.name == "exactly one backward call")
+    assert not calls.passed and calls.score == 0, calls
+    grader.assert_contained()
+
+
+def test_exiting_early_with_os_exit_0_is_a_failed_run(grader: Grader) -> None:
+    report = grader.grade(
+        """
+        import os
+        import torch
+        x = torch.tensor(5.0, requires_grad=True)
+        y = x**2
+        y.backward()
+        os._exit(0)
+        """
+    )
+    assert_failed(report, "stopped without producing a result")
+    grader.assert_contained()
+
+
+def test_killing_the_harness_is_a_failed_run(grader: Grader) -> None:
+    report = grader.grade(
+        """
+        import os, signal
+        for pid in range(1, 64):
+            if pid != os.getpid():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        import torch
+        x = torch.tensor(5.0, requires_grad=True)
+        y = x**2
+        y.backward()
+        """
+    )
+    assert not report.passed or report.score == report.max_score
+    if not report.passed:
+        assert report.message
+    grader.assert_contained()
+
+
+ATTACK_TESTS: list[Callable[..., None]] = [
+    test_learner_cannot_connect_to_a_port_on_the_host,
+    test_learner_cannot_read_files_outside_the_sandbox,
+    test_a_fork_bomb_fails_with_a_clear_message,
+]
+_ = os  # the module documents its attacks; os is used inside their code strings
