@@ -87,7 +87,7 @@ download_wheels() {
   stamp=$( { echo "format $WHEELS_FORMAT"; cat "$requirements"; } | sha256sum | cut -c1-32)
   [ -f "$dest/.stamp" ] && [ "$(cat "$dest/.stamp")" = "$stamp" ] && return 0
   log "downloading wheels for $requirements into $dest"
-  rm -rf "$dest"
+  find "$dest" -mindepth 1 ! -name README.md -delete 2>/dev/null || true
   mkdir -p "$dest"
   local pip
   pip=$(download_pip)
@@ -102,6 +102,7 @@ download_wheels() {
 
 content_hash() {
   # content_hash <file or dir>...: SHA-256 over sorted (path, bytes), stable across machines.
+  # Skips what .dockerignore keeps out of the context (__pycache__, *.pyc).
   local f
   for f in "$@"; do
     if [ -d "$f" ]; then
@@ -113,6 +114,37 @@ content_hash() {
     printf '%s\0' "$path"
     sha256sum <"$path" | cut -d' ' -f1
   done | sha256sum | cut -c1-32
+}
+
+build_image() {
+  # build_image <repo> <hash> <dockerfile> <build args...>: docker build from the repo
+  # root, tagged <repo>:<hash> and <repo>:latest, labelled with the content hash; then
+  # older builds of <repo> are removed. The build output goes to a log file.
+  local repo=$1 hash=$2 dockerfile=$3 role
+  shift 3
+  role=$(basename "$(dirname "$dockerfile")")-image
+  local build_log="$GRADLAB_BUILD_CACHE/$role-build.log" start
+  mkdir -p "$GRADLAB_BUILD_CACHE"
+  log "building $repo:$hash from $GRADLAB_DOCKER_BASE (log: $build_log)"
+  start=$(date +%s)
+  # The build stage gets its own tag: it is the layer cache of the next build (a harness
+  # change must not reinstall torch), and old ones become dangling and are pruned.
+  if ! { docker build -f "$dockerfile" --build-arg "BASE=$GRADLAB_DOCKER_BASE" \
+    --build-arg PIP_OFFLINE=1 "$@" --target build --label "org.gradlab.role=$role-build" \
+    -t "$repo-build:latest" . &&
+    docker build -f "$dockerfile" --build-arg "BASE=$GRADLAB_DOCKER_BASE" \
+      --build-arg PIP_OFFLINE=1 "$@" --label "org.gradlab.content=$hash" \
+      -t "$repo:$hash" -t "$repo:latest" .; } >"$build_log" 2>&1; then
+    tail -30 "$build_log" >&2
+    log "build of $repo failed (full log: $build_log)"
+    return 1
+  fi
+  docker image ls --filter "reference=$repo" --format '{{.Repository}}:{{.Tag}}' |
+    grep -v -e ":$hash\$" -e ':latest$' | xargs -r docker rmi >/dev/null 2>&1 || true
+  docker image prune -f --filter "label=org.gradlab.role=$role" >/dev/null
+  docker image prune -f --filter "label=org.gradlab.role=$role-build" >/dev/null
+  log "built $repo:$hash in $(($(date +%s) - start)) s," \
+    "$(docker image inspect --format '{{.Size}}' "$repo:latest" | awk '{printf "%.0f MB", $1/1e6}')"
 }
 
 image_with_label() {

@@ -41,7 +41,7 @@ STDOUT_MODES = ("losses", "exact")
 # checked by OPTION_VALIDATORS below.
 CHECK_TYPES: Mapping[str, tuple[bool, frozenset[str]]] = MappingProxyType(
     {
-        "value": (True, frozenset({"rtol", "atol", "device"})),
+        "value": (True, frozenset({"rtol", "atol", "device", "variants"})),
         "grad": (True, frozenset({"rtol", "atol", "device", "variants"})),
         "graph": (True, frozenset({"facts"})),
         "backward_calls": (False, frozenset({"count", "retain_graph", "gradient_given"})),

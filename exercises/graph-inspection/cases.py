@@ -2,7 +2,8 @@
 
 A case names a graph builder from GRAPHS and carries the leaf values it needs; run()
 builds the graph, calls the learner's grad_fn_names on its output tensor and returns the
-list, its length and how many AccumulateGrad entries it has. It also computes what three
+list, whether it has one entry per reachable node, and whether it has as many
+AccumulateGrad entries as the graph has leaves. It also computes what three
 known mistakes would return (depth-first order, AccumulateGrad left out, nodes listed
 once per edge): those lists are `_`-prefixed variants, never shown.
 """
@@ -104,12 +105,14 @@ def run(entry, case):
     result = entry(t)
     names = list(result) if isinstance(result, list | tuple) else result
     observations = {"names": names}
+    truth = _walk(t, breadth_first=True)
     if isinstance(names, list):
-        observations["count"] = len(names)
-        observations["accumulate_grad"] = sum(1 for n in names if n == "AccumulateGrad")
+        observations["each_node_once"] = len(names) == len(truth)
+        observations["accumulate_grad_listed"] = names.count("AccumulateGrad") == truth.count(
+            "AccumulateGrad"
+        )
     else:
-        observations["count"] = None
-        observations["accumulate_grad"] = None
+        observations["each_node_once"] = observations["accumulate_grad_listed"] = False
     observations["_depth_first"] = _walk(t, breadth_first=False)
     observations["_without_accumulate_grad"] = [
         n for n in _walk(t, breadth_first=True) if n != "AccumulateGrad"

@@ -25,8 +25,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.UnsupportedMediaType):
         return _bad_request(
             "content_type",
-            f"Unsupported content type {exc.detail!s}; send a JSON body with "
-            "Content-Type: application/json.",
+            f"{exc.detail!s} Send a JSON body with Content-Type: application/json.",
         )
     if isinstance(exc, exceptions.ParseError):
         return _bad_request(NON_FIELD, f"Malformed JSON body: {exc.detail!s}")

@@ -15,7 +15,8 @@ _FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+    """The variable's value; unset or empty gives the default."""
+    return os.environ.get(name) or default
 
 
 def env_bool(name: str, default: bool = False) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import markdown
+import markdown  # type: ignore[import-untyped]
 import nh3
 
 MARKDOWN_EXTENSIONS = ("fenced_code", "tables", "sane_lists")

@@ -13,6 +13,7 @@ from django.db.models import Count, Max, Q, QuerySet
 from accounts.models import Enrollment
 from courses.models import Exercise, Module
 from submissions.models import CheckResult, Submission
+from web.models import ExerciseJob
 from web.presenters import diagnosis_title
 
 TOP_DIAGNOSES = 3
@@ -227,4 +228,17 @@ def learner_submissions(*, module: Module, learner_id: int) -> QuerySet[Submissi
         Submission.objects.filter(exercise__module=module, learner_id=learner_id)
         .select_related("exercise", "version")
         .order_by("-created_at", "-id")
+    )
+
+
+def latest_job(exercise: Exercise, kind: str) -> ExerciseJob | None:
+    return ExerciseJob.objects.filter(exercise=exercise, kind=kind).order_by("-id").first()
+
+
+def stale_submissions(exercise: Exercise) -> int:
+    """Graded submissions of `exercise` graded against an older version than the current."""
+    return (
+        Submission.objects.filter(exercise=exercise, status=Submission.Status.GRADED)
+        .exclude(version_id=exercise.current_version_id)
+        .count()
     )

@@ -234,8 +234,8 @@ def sign_in(page: Any, base_url: str, username: str) -> None:
 
 @pytest.fixture
 def signed_in(new_page: Callable[..., Any], live_server: Any) -> Callable[..., Any]:
-    def open_as(user: Any, viewport: dict[str, int] = LAPTOP) -> Any:
-        page = new_page(viewport)
+    def open_as(user: Any, viewport: dict[str, int] = LAPTOP, **options: Any) -> Any:
+        page = new_page(viewport, **options)
         sign_in(page, live_server.url, user.get_username())
         return page
 

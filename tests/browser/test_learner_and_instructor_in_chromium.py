@@ -21,7 +21,10 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADING_TIMEOUT_MS = 120_000  # the first run of an exercise also runs its reference
+GRADED_TIMEOUT_S = 120.0
+JOB_TIMEOUT_MS = 300_000  # validation runs every known solution in its own sandbox
 MODULE = "autograd-backprop"
+TABLET = {"width": 820, "height": 1180}
 
 # Records every state the live status line goes through (queued -> running -> graded).
 RECORD_STATES = """() => {
@@ -164,3 +167,119 @@ def _training_loop_solution() -> str:
     if alternatives:  # hyper-parameters unlike the reference's: two distinct curves
         return alternatives[0].read_text()
     return exercise_file("training-loop", "solution.py")
+
+
+def test_without_javascript_the_form_submits_and_the_result_page_refreshes_until_graded(
+    live_server: Any,
+    signed_in: Any,
+    alice_learner: Any,
+    grading_worker: Any,
+    screenshot: Any,
+) -> None:
+    page = signed_in(alice_learner, java_script_enabled=False)
+    page.goto(f"{live_server.url}/modules/{MODULE}/first-gradient/")
+    code = page.get_by_role("textbox", name="Python code")
+    assert code.input_value() == exercise_file("first-gradient", "starter.py")
+    code.fill(exercise_file("first-gradient", "solution.py"))
+    page.get_by_role("button", name="Submit for grading").click()
+    assert "/submissions/" in page.url
+    page.wait_for_selector("[data-testid=score]", timeout=GRADING_TIMEOUT_MS)  # meta refresh
+    assert page.get_by_test_id("score").inner_text() == "10 / 10"
+    screenshot(page, "07-no-javascript-result")
+
+
+def test_editor_indents_with_tab_and_escape_moves_focus_to_the_submit_button(
+    live_server: Any, signed_in: Any, alice_learner: Any, page_problems: Any, screenshot: Any
+) -> None:
+    page = signed_in(alice_learner, TABLET)
+    page.goto(f"{live_server.url}/modules/{MODULE}/chain-rule/")
+    page.wait_for_selector(".CodeMirror")
+    replace_code(page, "for i in range(3):\n")
+    page.keyboard.press("Tab")
+    page.keyboard.insert_text("print(i)")
+    assert editor_value(page) == "for i in range(3):\n    print(i)"
+    assert page.locator(".CodeMirror .cm-keyword").count() >= 1  # syntax highlighting
+    assert page.locator(".CodeMirror-code .CodeMirror-linenumber").first.inner_text() == "1"
+    page.keyboard.press("Escape")
+    assert page.evaluate("document.activeElement.id") == "submit-button"
+    screenshot(page, "08-tablet-exercise")
+    assert page_problems.errors == []
+
+
+def test_instructor_validates_the_package_and_regrades_after_it_changed(
+    live_server: Any,
+    signed_in: Any,
+    course: Any,
+    alice_learner: Any,
+    bob_instructor: Any,
+    grading_worker: Any,
+    screenshot: Any,
+    page_problems: Any,
+) -> None:
+    from submissions.services import submission_create
+
+    wrong = exercise_file("chain-rule", "wrong/forgot-requires-grad.py")
+    submission, _ = submission_create(learner=alice_learner, exercise_slug="chain-rule", code=wrong)
+    old_score = wait_graded(submission.pk).score
+    new_version_moving_a_point(course, "chain-rule", from_type="grad", to_type="value")
+
+    teacher = signed_in(bob_instructor)
+    teacher.goto(f"{live_server.url}/teach/{MODULE}/exercises/chain-rule/")
+    assert "1 graded submission was graded against an older version" in teacher.inner_text("main")
+    teacher.get_by_role("button", name="Validate now").click()
+    teacher.wait_for_selector("#validate-result[data-status=done]", timeout=JOB_TIMEOUT_MS)
+    result = teacher.locator("#validate-result")
+    assert "Valid: every run did what the package declares." in result.inner_text()
+    assert "wrong: wrong/forgot-requires-grad.py" in result.inner_text()
+
+    teacher.get_by_role("button", name="Regrade all submissions").click()
+    teacher.wait_for_selector("#regrade-result[data-status=done]", timeout=JOB_TIMEOUT_MS)
+    changed = teacher.locator(f"#regrade-result tr[data-submission='{submission.pk}']")
+    assert changed.locator("[data-col=old]").inner_text() == f"{old_score:g}"
+    assert changed.locator("[data-col=new]").inner_text() == f"{old_score + 1:g}"
+    screenshot(teacher, "09-instructor-validate-and-regrade")
+    assert page_problems.errors == []
+
+
+def wait_graded(submission_id: int) -> Any:
+    import time
+
+    from submissions.models import Submission
+
+    deadline = time.monotonic() + GRADED_TIMEOUT_S
+    while time.monotonic() < deadline:
+        submission = Submission.objects.get(pk=submission_id)
+        if submission.status in ("graded", "failed"):
+            assert submission.status == "graded", submission.error_message
+            return submission
+        time.sleep(0.3)
+    raise AssertionError(f"submission {submission_id} was not graded in time")
+
+
+def new_version_moving_a_point(module: Any, slug: str, *, from_type: str, to_type: str) -> None:
+    """A changed package: one point moves from the first `from_type` check to the first
+    `to_type` check (what an instructor re-weighting an exercise does)."""
+    import re
+
+    from django.db import transaction
+
+    from courses.services import exercise_sync
+    from grader.spec import MANIFEST, Package
+
+    exercise = module.exercises.get(slug=slug)
+    files = dict(exercise.current_version.files)
+    head, *blocks = files[MANIFEST].split("\n[[")
+    giver = next(i for i, b in enumerate(blocks) if f'type = "{from_type}"' in b)
+    taker = next(i for i, b in enumerate(blocks) if f'type = "{to_type}"' in b)
+    for index, delta in ((giver, -1), (taker, +1)):
+        blocks[index] = re.sub(
+            r"^points = (\d+)$",
+            lambda m, d=delta: f"points = {int(m.group(1)) + d}",
+            blocks[index],
+            count=1,
+            flags=re.M,
+        )
+    files[MANIFEST] = "\n[[".join([head, *blocks])
+    with transaction.atomic():
+        outcome = exercise_sync(module=module, package=Package.from_files(files), order=1)
+    assert outcome == (slug, "updated")

@@ -252,3 +252,20 @@ def test_grade_csv_lists_each_learners_best_score(
     alice = next(line.split(",") for line in lines if line.startswith("alice_learner"))
     assert alice[header.index("chain-rule")] == "4"
     assert alice[header.index("first-gradient")] == ""
+
+
+def test_instructor_asks_for_a_validation_which_waits_for_a_worker(
+    course: Any, bob_instructor: Any, settings: Any
+) -> None:
+    from web.models import ExerciseJob
+
+    settings.GRADLAB_QUEUE_CPU = "grading-unconsumed-web-test"  # no worker listens here
+    bob = client_for(bob_instructor)
+    url = reverse("web:teach_exercise", args=[MODULE, "chain-rule"])
+    response = bob.post(reverse("web:validate_exercise", args=[MODULE, "chain-rule"]))
+    assert response.status_code == 302 and response["Location"] == url
+    job = ExerciseJob.objects.get()
+    assert (job.kind, job.status, job.requested_by) == ("validate", "queued", bob_instructor)
+    page = bob.get(url).content.decode()
+    assert 'http-equiv="refresh"' in page  # follows the job without JavaScript
+    assert "Queued" in page

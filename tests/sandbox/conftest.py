@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import secrets
 from collections.abc import Iterator
 
 import pytest
@@ -13,8 +13,8 @@ from sandbox_helpers import (
     RawRun,
     assert_no_leftovers,
     docker_unavailable_reason,
+    job_prefix,
     raw_job,
-    snapshot,
 )
 
 from grader.protocol import Limits, SandboxRequest, SandboxResult
@@ -32,11 +32,12 @@ def bubblewrap_raw() -> BubblewrapSandbox:
 @pytest.fixture
 def run_raw(bubblewrap_raw: BubblewrapSandbox) -> Iterator[RawRun]:
     """Runs python code as the sandbox's main program; asserts nothing is left behind."""
-    before = snapshot()
+    prefix = job_prefix()
+    jobs = itertools.count()
 
     def run(code: str, *, device: str = "cpu", **limits: object) -> SandboxResult:
         request = SandboxRequest(
-            job_id=f"test-{secrets.token_hex(4)}",
+            job_id=f"{prefix}-{next(jobs)}",
             stdin=raw_job(code),
             limits=Limits().replace(**limits),
             device=device,
@@ -44,7 +45,7 @@ def run_raw(bubblewrap_raw: BubblewrapSandbox) -> Iterator[RawRun]:
         return bubblewrap_raw.run(request)
 
     yield run
-    assert_no_leftovers(before)
+    assert_no_leftovers(prefix)
 
 
 @pytest.fixture(params=["bubblewrap", "docker"])

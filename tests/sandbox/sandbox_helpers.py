@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import secrets
 import shutil
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from grader.protocol import SandboxResult
@@ -19,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RAW_HARNESS = Path(__file__).resolve().parent / "raw_harness"
 LEFTOVER_GRACE_S = 5.0
 REQUIRE_DOCKER_ENV = "GRADLAB_REQUIRE_DOCKER"
-DOCKER_JOB_LABEL = "org.gradlab.role=sandbox-job"  # grader.sandbox.docker's job label
+# grader.sandbox.docker's labels
+DOCKER_ROLE_LABEL = "org.gradlab.role=sandbox-job"
+DOCKER_JOB_LABEL = "org.gradlab.job"
 
 RawRun = Callable[..., SandboxResult]
 
@@ -32,27 +31,6 @@ def raw_job(code: str, nonce: str | None = None) -> bytes:
 # --- leftovers ------------------------------------------------------------------------
 
 
-def sandbox_user_processes() -> set[tuple[int, int]]:
-    """(pid, start time) of every process owned by the bubblewrap sandbox's host user."""
-    if os.geteuid() != 0:  # bwrap runs as the worker itself: nothing to tell apart
-        return set()
-    try:
-        uid = pwd.getpwnam(os.environ.get("GRADLAB_SANDBOX_USER", "gradlab-sandbox")).pw_uid
-    except KeyError:
-        return set()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid == uid:
-                start = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[19])
-                found.add((int(entry.name), start))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
 def gradlab_cgroups() -> set[Path]:
     """Every per-job cgroup folder of ours that exists now."""
     roots = [
@@ -63,54 +41,55 @@ def gradlab_cgroups() -> set[Path]:
     return {child for root in roots if root.is_dir() for child in root.iterdir() if child.is_dir()}
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """What belongs to sandboxes right now (other sessions' jobs may be running)."""
-
-    processes: frozenset[tuple[int, int]]
-    cgroups: frozenset[Path]
-    containers: frozenset[str]
+def job_prefix() -> str:
+    """A job-id prefix unique to one test: every job it runs is named `<prefix>-<n>`."""
+    return f"test-{secrets.token_hex(6)}"
 
 
-def snapshot() -> Snapshot:
-    return Snapshot(
-        frozenset(sandbox_user_processes()), frozenset(gradlab_cgroups()), frozenset(containers())
-    )
+def job_leftovers(prefix: str) -> list[str]:
+    """What still exists of the jobs named `prefix...`: their cgroups (the bubblewrap
+    backend names them after the job id; a process cannot leave its cgroup unprivileged,
+    and a cgroup can only be removed once empty), any live process in them, and Docker
+    containers labelled with such a job. Zombies (dead, awaiting the host init) don't count."""
+    found = [f"cgroup {c}" for c in gradlab_cgroups() if c.name.startswith(prefix)]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if f"/{prefix}" not in (entry / "cgroup").read_text():
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")[:120]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            found.append(f"process {entry.name} ({state}) {command.decode(errors='replace')}")
+    found += [f"container of job {job}" for job in docker_jobs() if job.startswith(prefix)]
+    return found
 
 
-def containers() -> set[str]:
-    """Docker containers of sandbox jobs (running or not), when Docker is here."""
+def docker_jobs() -> list[str]:
+    """The job ids of Docker sandbox containers (running or not), when Docker is here."""
     if shutil.which("docker") is None:
-        return set()
+        return []
     try:
         listed = subprocess.run(
-            ["docker", "ps", "-aq", "--filter", f"label={DOCKER_JOB_LABEL}"],
+            ["docker", "ps", "-a", "--filter", f"label={DOCKER_ROLE_LABEL}",
+             "--format", f'{{{{.Label "{DOCKER_JOB_LABEL}"}}}}'],
             capture_output=True, text=True, timeout=20,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
-        return set()
-    return set(listed.stdout.split()) if listed.returncode == 0 else set()
+        return []
+    return listed.stdout.split() if listed.returncode == 0 else []
 
 
-def assert_no_leftovers(before: Snapshot) -> None:
-    """Nothing of a sandbox that was not there before survives: no process of the sandbox
-    user, no job cgroup, no job container. Other sessions' short jobs may come and go
-    meanwhile, hence the grace period: what is left is what stays."""
+def assert_no_leftovers(prefix: str) -> None:
+    """Nothing of the jobs named `prefix...` survives them (a short grace period lets an
+    asynchronous backend finish removing a container)."""
     deadline = time.monotonic() + LEFTOVER_GRACE_S
-    while True:
-        now = snapshot()
-        extra = (
-            now.processes - before.processes,
-            now.cgroups - before.cgroups,
-            now.containers - before.containers,
-        )
-        if not any(extra) or time.monotonic() > deadline:
-            break
+    while (left := job_leftovers(prefix)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    processes, cgroups, jobs = extra
-    assert not processes, f"sandbox processes left behind: {sorted(processes)}"
-    assert not cgroups, f"job cgroups left behind: {sorted(cgroups)}"
-    assert not jobs, f"job containers left behind: {sorted(jobs)}"
+    assert not left, f"left behind by jobs {prefix}-*: {left}"
 
 
 def docker_unavailable_reason() -> str | None:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import ROOT, RawRun, assert_no_leftovers, raw_job, snapshot
+from sandbox_helpers import ROOT, RawRun, assert_no_leftovers, job_prefix, raw_job
 
 from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest
 from grader.sandbox import get_backend
@@ -253,12 +253,12 @@ def test_a_large_job_arrives_whole_on_stdin_then_eof(bubblewrap_raw: BubblewrapS
         "rest = sys.stdin.read()\n"
         "print(len(payload), repr(rest), NONCE)\n"
     )
-    before = snapshot()
-    request = SandboxRequest("test-stdin", raw_job(code, nonce="ab" * 16), Limits())
+    prefix = job_prefix()
+    request = SandboxRequest(f"{prefix}-0", raw_job(code, nonce="ab" * 16), Limits())
     result = bubblewrap_raw.run(request)
     assert result.status is RunStatus.OK, result.message
     assert result.stdout == f"3000000 '' {'ab' * 16}\n".encode()
-    assert_no_leftovers(before)
+    assert_no_leftovers(prefix)
 
 
 # --- limits and outcomes --------------------------------------------------------------
@@ -422,10 +422,10 @@ def test_bwrap_failing_to_set_up_is_an_infrastructure_error(tmp_path: Path) -> N
     harness.mkdir()
     (harness / "main.py").write_text("print('never')\n")
     sandbox = BubblewrapSandbox(harness_dir=harness)
-    before = snapshot()
+    prefix = job_prefix()
     with pytest.raises(InfrastructureError, match="bubblewrap could not set up the sandbox"):
-        sandbox.run(SandboxRequest("test-setup", raw_job("print(1)")))
-    assert_no_leftovers(before)
+        sandbox.run(SandboxRequest(f"{prefix}-0", raw_job("print(1)")))
+    assert_no_leftovers(prefix)
 
 
 def test_a_worker_that_is_not_root_runs_bwrap_as_itself_with_rlimits() -> None:

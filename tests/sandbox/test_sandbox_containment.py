@@ -7,17 +7,17 @@ leave nothing behind, and the worker must then grade a correct submission correc
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
 import secrets
 import socket
 import textwrap
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import ROOT, Snapshot, assert_no_leftovers, snapshot
+from sandbox_helpers import ROOT, assert_no_leftovers, job_prefix
 
 from grader.cache import ReferenceCache
 from grader.engine import GradeJob, grade
@@ -28,8 +28,6 @@ from grader.spec import Package, load_package
 pytestmark = pytest.mark.sandbox
 
 EXERCISE = ROOT / "exercises" / "first-gradient"
-# Short limits keep the timeouts quick; the reference and a correct answer fit easily.
-TEST_LIMITS = "\n[limits]\nwall_seconds = 6\ncpu_seconds = 6\n"
 
 
 @dataclass
@@ -37,35 +35,27 @@ class Grader:
     backend: Sandbox
     package: Package
     cache: ReferenceCache
-    before: Snapshot
+    prefix: str = field(default_factory=job_prefix)
+    jobs: Iterator[int] = field(default_factory=itertools.count)
 
     def grade(self, code: str) -> Report:
-        job = GradeJob(self.package, textwrap.dedent(code), job_id=f"test-{secrets.token_hex(4)}")
+        job_id = f"{self.prefix}-{next(self.jobs)}"
+        job = GradeJob(self.package, textwrap.dedent(code), job_id=job_id)
         return grade(job, sandbox=self.backend, cache=self.cache)
 
     def assert_contained(self) -> None:
         """Nothing of the attack survives, and the next (correct) submission gets full marks."""
-        assert_no_leftovers(self.before)
+        assert_no_leftovers(self.prefix)
         report = self.grade(self.package.solution)
         assert report.status == "graded" and report.passed, report.to_json()
         assert report.score == report.max_score
 
 
-def short_limits_package() -> Package:
-    files = dict(load_package(EXERCISE).files)
-    assert "[limits]" not in files["exercise.toml"]
-    files["exercise.toml"] += TEST_LIMITS
-    return Package.from_files(files, origin=str(EXERCISE))
-
-
 @pytest.fixture
-def grader(backend: Sandbox, tmp_path: Path) -> Iterator[Grader]:
-    package = short_limits_package()
+def grader(backend: Sandbox, tmp_path: Path) -> Grader:
+    package = load_package(EXERCISE)
     cache = ReferenceCache(tmp_path / "reference-cache")
-    # The reference runs (and is cached) before the snapshot: the attack is what's measured.
-    warm = Grader(backend, package, cache, snapshot())
-    warm.grade("pass")
-    yield Grader(backend, package, cache, snapshot())
+    return Grader(backend, package, cache)
 
 
 def assert_failed(report: Report, *words: str) -> None:
@@ -234,23 +224,21 @@ def test_an_infinite_loop_fails_with_the_time_limit(grader: Grader) -> None:
             pass
         """
     )
-    assert_failed(report, "time limit of 6 s exceeded")
+    assert_failed(report, "time limit of 10 s exceeded")
     grader.assert_contained()
 
 
-def test_printing_100_mb_is_capped_and_scores_nothing(grader: Grader) -> None:
-    report = grader.grade(
-        """
+def test_printing_100_mb_fails_with_the_output_limit(grader: Grader) -> None:
+    flood = """
         import os, sys
         chunk = "x" * (1024 * 1024)
-        for _ in range(100):
+        for _ in range(50):
             sys.stdout.write(chunk)
             os.write(1, chunk.encode())
         """
-    )
-    assert not report.passed and report.score == 0
-    assert len(report.stdout) <= grader.package.manifest.limits.stdout_bytes + 1024
-    assert report.message or report.exception or any(not c.passed for c in report.checks)
+    report = grader.grade(textwrap.dedent(flood) + grader.package.solution)
+    assert_failed(report, "output limit")
+    assert len(report.stdout) <= 2 * grader.package.manifest.limits.stdout_bytes
     grader.assert_contained()
 
 
@@ -356,15 +344,5 @@ def test_killing_the_harness_is_a_failed_run(grader: Grader) -> None:
         y.backward()
         """
     )
-    assert not report.passed or report.score == report.max_score
-    if not report.passed:
-        assert report.message
+    assert_failed(report, "stopped without producing a result")
     grader.assert_contained()
-
-
-ATTACK_TESTS: list[Callable[..., None]] = [
-    test_learner_cannot_connect_to_a_port_on_the_host,
-    test_learner_cannot_read_files_outside_the_sandbox,
-    test_a_fork_bomb_fails_with_a_clear_message,
-]
-_ = os  # the module documents its attacks; os is used inside their code strings

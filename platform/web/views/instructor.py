@@ -9,13 +9,14 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from submissions.services import exercise_regrade
-from web import access, selectors, validation
+from web import access, selectors
+from web.models import ExerciseJob
 from web.presenters import history_item
+from web.services import exercise_job_create
 
 
 @login_required
@@ -28,6 +29,7 @@ def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
         "stats": selectors.exercise_stats(module),
         "exercises": exercises,
         "grades": grades,
+        "max_total": sum(e.points for e in exercises),
         "nav": "teach",
     }
     return render(request, "web/teach_module.html", context)
@@ -88,22 +90,20 @@ def _csv_text(value: str) -> str:
 def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
     module = access.get_module_for_instructor(request.user, module_slug)
     exercise = access.get_exercise_in_module(module, exercise_slug)
-    return _render_teach_exercise(request, module, exercise)
-
-
-def _render_teach_exercise(
-    request: HttpRequest, module: Any, exercise: Any, **extra: Any
-) -> HttpResponse:
     stats = next(s for s in selectors.exercise_stats(module) if s.slug == exercise.slug)
+    validation = selectors.latest_job(exercise, ExerciseJob.Kind.VALIDATE)
+    regrade = selectors.latest_job(exercise, ExerciseJob.Kind.REGRADE)
     context = {
         "module": module,
         "exercise": exercise,
         "stats": stats,
         "versions": exercise.versions.order_by("-number"),
+        "validation": validation,
+        "regrade": regrade,
+        "refresh": any(job is not None and job.pending for job in (validation, regrade)),
+        "stale_submissions": selectors.stale_submissions(exercise),
         "crumbs": [(f"Teach: {module.title}", _teach_url(module)), (exercise.title, "")],
         "nav": "teach",
-        "validation_wait_s": validation.EXPECTED_WAIT_S,
-        **extra,
     }
     return render(request, "web/teach_exercise.html", context)
 
@@ -111,20 +111,23 @@ def _render_teach_exercise(
 @login_required
 @require_POST
 def validate_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
-    module = access.get_module_for_instructor(request.user, module_slug)
-    exercise = access.get_exercise_in_module(module, exercise_slug)
-    outcome = validation.validate_version(exercise.current_version)
-    return _render_teach_exercise(request, module, exercise, validation=outcome)
-
-
-def _teach_url(module: Any) -> str:
-    return reverse("web:teach_module", args=[module.slug])
+    return _start_job(request, module_slug, exercise_slug, ExerciseJob.Kind.VALIDATE)
 
 
 @login_required
 @require_POST
 def regrade_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    return _start_job(request, module_slug, exercise_slug, ExerciseJob.Kind.REGRADE)
+
+
+def _start_job(
+    request: HttpRequest, module_slug: str, exercise_slug: str, kind: str
+) -> HttpResponse:
     module = access.get_module_for_instructor(request.user, module_slug)
     exercise = access.get_exercise_in_module(module, exercise_slug)
-    result = exercise_regrade(exercise=exercise)
-    return _render_teach_exercise(request, module, exercise, regrade=result)
+    exercise_job_create(exercise=exercise, kind=kind, user=request.user)
+    return redirect("web:teach_exercise", module.slug, exercise.slug)
+
+
+def _teach_url(module: Any) -> str:
+    return reverse("web:teach_module", args=[module.slug])

@@ -21,6 +21,15 @@
     return min > 0 && max / min > 1000;
   }
 
+  function logTick(value) {
+    var exponent = Math.log10(value);
+    return Math.abs(exponent - Math.round(exponent)) < 1e-9 ? "1e" + Math.round(exponent) : "";
+  }
+
+  function linearTick(value) {
+    return Number(value.toPrecision(3)).toString();
+  }
+
   function draw(canvas) {
     if (canvas.dataset.drawn === "1" || typeof window.Chart === "undefined") { return; }
     var source = document.getElementById(canvas.dataset.curves);
@@ -51,6 +60,7 @@
         pointRadius: 0
       });
     }
+    var logScale = wantsLogScale(learner.concat(reference));
     canvas.dataset.drawn = "1";
     new window.Chart(canvas, {
       type: "line",
@@ -62,10 +72,14 @@
         interaction: { mode: "index", intersect: false },
         plugins: { legend: { position: "bottom" } },
         scales: {
-          x: { title: { display: true, text: "backward call (training step)" } },
+          x: {
+            title: { display: true, text: "training step (one backward call each)" },
+            ticks: { maxTicksLimit: 12 }
+          },
           y: {
-            type: wantsLogScale(learner.concat(reference)) ? "logarithmic" : "linear",
-            title: { display: true, text: "loss" }
+            type: logScale ? "logarithmic" : "linear",
+            title: { display: true, text: logScale ? "loss (log scale)" : "loss" },
+            ticks: { callback: logScale ? logTick : linearTick }
           }
         }
       }

@@ -55,7 +55,7 @@
       autoCloseBrackets: true,
       styleActiveLine: true,
       viewportMargin: Infinity,
-      screenReaderLabel: textarea.getAttribute("aria-label") || "Your code",
+      screenReaderLabel: "Python code",
       extraKeys: {
         "Tab": function (cm) {
           if (cm.somethingSelected()) { cm.indentSelection("add"); }
@@ -82,7 +82,11 @@
         if (window.gradlabCharts) { window.gradlabCharts.drawAll(feedback); }
       }
       if (history && data.history_html !== undefined) { history.innerHTML = data.history_html; }
-      setStatus(statusBox, data.status, STATUS_TEXT[data.status] || data.status);
+      var text = STATUS_TEXT[data.status] || data.status;
+      if (data.status === "graded" && typeof data.score === "number") {
+        text = "Graded: " + data.score + " / " + data.max_score + (data.passed ? ", full marks." : ".");
+      }
+      setStatus(statusBox, data.status, text);
       submitButton.disabled = false;
       var heading = feedback.querySelector("h2, h3");
       if (heading) { heading.setAttribute("tabindex", "-1"); }
@@ -142,6 +146,8 @@
       event.preventDefault();
       if (submitButton.disabled) { return; }
       if (editor) { editor.save(); }
+      var origin = document.getElementById("editor-origin");
+      if (origin) { origin.remove(); }
       submitButton.disabled = true;
       setStatus(statusBox, "queued", "Sending…");
       fetch(form.action, {

@@ -1,0 +1,169 @@
+"""Grading latency benchmark: prints figures, asserts nothing (`make bench`).
+
+    python -m grader.bench [--exercise chain-rule] [--runs 20] [--backend bubblewrap]
+
+Measures, through the real sandbox:
+  - grading one correct submission with the reference cache empty every run (cold: the
+    reference runs too), and with it warm (only the learner's run);
+  - the sandbox alone: start-to-exit of an empty job, without torch (a harness that only
+    reads its stdin) and with the real harness on an empty submission (imports torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import secrets
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.cache import ReferenceCache
+from grader.engine import GradeJob, grade
+from grader.protocol import Limits, RunStatus, SandboxRequest
+from grader.sandbox import get_backend
+from grader.sandbox.base import Sandbox
+from grader.spec import Package, load_package
+
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISES = ROOT / "exercises"
+PREFERRED_EXERCISES = ("chain-rule", "first-gradient")
+DEFAULT_RUNS = 20
+# A harness that reads the job and exits: what the sandbox costs without Python's imports.
+EMPTY_HARNESS = "import sys\nsys.stdin.buffer.read()\n"
+
+
+@dataclass(frozen=True)
+class Figures:
+    label: str
+    seconds: tuple[float, ...]
+
+    def line(self) -> str:
+        ordered = sorted(self.seconds)
+        p95 = ordered[max(math.ceil(0.95 * len(ordered)) - 1, 0)]
+        cells = (min(ordered), statistics.median(ordered), p95)
+        return f"{self.label:<46}" + "".join(f"{value * 1000:>10.0f}" for value in cells)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    package = load_package(EXERCISES / (args.exercise or _default_exercise()))
+    sandbox = get_backend(args.backend)
+    print(_header(package, sandbox, args))
+    print(f"{'':<46}{'min ms':>10}{'median ms':>10}{'p95 ms':>10}")
+    for figures in _measure(package, sandbox, args.runs, args.device):
+        print(figures.line(), flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m grader.bench", description=__doc__)
+    parser.add_argument("--exercise", help="slug under exercises/ (default: chain-rule)")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
+    parser.add_argument("--backend", default=os.environ.get("GRADLAB_SANDBOX", "bubblewrap"))
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    return parser
+
+
+def _default_exercise() -> str:
+    for slug in PREFERRED_EXERCISES:
+        if (EXERCISES / slug / "exercise.toml").exists():
+            return slug
+    raise SystemExit(f"none of {PREFERRED_EXERCISES} exists under {EXERCISES}")
+
+
+def _header(package: Package, sandbox: Sandbox, args: argparse.Namespace) -> str:
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    return (
+        f"gradlab grading latency: {package.slug}, {sandbox.runtime_key(args.device)}, "
+        f"{args.runs} runs each, {os.cpu_count()} CPUs, load average {load}"
+    )
+
+
+def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iterator[Figures]:
+    code = package.solution
+
+    def cold() -> None:
+        with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
+            _grade_ok(package, code, sandbox, ReferenceCache(folder), device)
+
+    with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
+        warm_cache = ReferenceCache(folder)
+        _grade_ok(package, code, sandbox, warm_cache, device)  # fills the cache
+
+        def warm() -> None:
+            _grade_ok(package, code, sandbox, warm_cache, device)
+
+        yield Figures("grade, reference cache cold (2 sandbox runs)", _times(cold, runs))
+        yield Figures("grade, reference cache warm (1 sandbox run)", _times(warm, runs))
+    if sandbox.name == "bubblewrap":  # other backends bake their harness into the image
+        with _empty_harness() as harness:
+            empty = get_backend("bubblewrap", harness_dir=harness)
+            job = _empty_job(empty, device)
+            yield Figures("sandbox, empty job, no torch import", _times(job, runs))
+    submission = _empty_submission(sandbox, package, device)
+    yield Figures("sandbox, real harness, empty submission", _times(submission, runs))
+
+
+def _grade_ok(
+    package: Package, code: str, sandbox: Sandbox, cache: ReferenceCache, device: str
+) -> None:
+    job = GradeJob(package, code, device=device, job_id=f"bench-{secrets.token_hex(4)}")
+    report = grade(job, sandbox=sandbox, cache=cache)
+    if not report.passed:
+        raise SystemExit(f"the reference solution did not pass: {report.message or report.checks}")
+
+
+def _empty_job(sandbox: Sandbox, device: str) -> Callable[[], None]:
+    stdin = b"{}\n" + b"0" * 32 + b"\n"
+    return lambda: _run_ok(sandbox, stdin, device)
+
+
+@contextmanager
+def _empty_harness() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="gradlab-bench-harness-"))
+    try:
+        (folder / "main.py").write_text(EMPTY_HARNESS)
+        folder.chmod(0o755)  # the unprivileged sandbox user must be able to bind it
+        (folder / "main.py").chmod(0o644)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _empty_submission(sandbox: Sandbox, package: Package, device: str) -> Callable[[], None]:
+    from grader.engine import learner_envelope, reference_capture, run_envelope
+
+    reference = reference_capture(package, seed=0, device=device, sandbox=sandbox, cache=None)
+    envelope = learner_envelope(package, "", reference)
+
+    def run() -> None:
+        done = run_envelope(sandbox, envelope, package.manifest.limits, device, "bench-empty")
+        if done.result.status is not RunStatus.OK:
+            raise SystemExit(f"an empty submission failed: {done.result.message}")
+
+    return run
+
+
+def _run_ok(sandbox: Sandbox, stdin: bytes, device: str) -> None:
+    result = sandbox.run(SandboxRequest("bench-empty", stdin, Limits(), device))
+    if result.status is not RunStatus.OK:
+        raise SystemExit(f"an empty job failed: {result.status.value} {result.message}")
+
+
+def _times(action: Callable[[], None], runs: int) -> tuple[float, ...]:
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        seconds.append(time.perf_counter() - started)
+    return tuple(seconds)
+
+
+if __name__ == "__main__":
+    main()

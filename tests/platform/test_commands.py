@@ -1,0 +1,65 @@
+"""`issue_token` and `demo_accounts`: what scripts and the README rely on."""
+
+from __future__ import annotations
+
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+pytestmark = pytest.mark.django_db
+
+
+def _run(*args: str) -> list[str]:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue().splitlines()
+
+
+def test_issue_token_prints_a_working_token_as_the_last_line(api: Any, catalog: Any) -> None:
+    from rest_framework.test import APIClient
+
+    token = _run("issue_token", "erin", "--create")[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+
+    assert len(token) == 40
+    assert client.get("/api/v1/exercises/").status_code == 200
+
+
+def test_issue_token_is_stable_for_the_same_user(catalog: Any) -> None:
+    assert _run("issue_token", "erin", "--create")[-1] == _run("issue_token", "erin")[-1]
+
+
+def test_issue_token_for_a_missing_user_without_create_fails_clearly(catalog: Any) -> None:
+    with pytest.raises(CommandError, match="--create"):
+        _run("issue_token", "nobody")
+
+
+def test_issue_token_instructor_makes_an_instructor_of_every_module(catalog: Any) -> None:
+    from accounts.selectors import modules_taught_by
+    from courses.models import Module
+
+    _run("issue_token", "frank", "--create", "--instructor")
+
+    taught = modules_taught_by(user=User.objects.get(username="frank"))
+    assert set(taught) == set(Module.objects.all())
+
+
+def test_demo_accounts_prints_an_instructor_and_a_learner_with_tokens(catalog: Any) -> None:
+    from accounts.models import Enrollment
+
+    lines = _run("demo_accounts")
+
+    assert len(lines) == 2
+    assert "username=demo-instructor" in lines[0] and "token=" in lines[0]
+    assert "username=demo-learner" in lines[1]
+    roles = Enrollment.objects.filter(user__username__startswith="demo-").values_list(
+        "user__username", "role"
+    )
+    assert ("demo-instructor", "instructor") in roles and ("demo-learner", "learner") in roles
+    password = lines[1].split("password=")[1].split()[0]
+    assert User.objects.get(username="demo-learner").check_password(password)

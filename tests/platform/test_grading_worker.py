@@ -1,0 +1,146 @@
+"""Submit -> graded through the real path: PostgreSQL, Redis, a real Celery worker process
+(never eager mode) and the real bubblewrap sandbox; no part of the grader is mocked."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from typing import Any
+
+import pytest
+from platform_helpers import E2E_SLUG, manifest, package_file, wait_for
+
+pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
+
+URL = "/api/v1/submissions/"
+
+
+def _submit(client: Any, code: str, **headers: Any) -> dict[str, Any]:
+    response = client.post(URL, {"exercise": E2E_SLUG, "code": code}, format="json", **headers)
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def _finished(client: Any, url: str) -> dict[str, Any] | None:
+    body = client.get(url).json()
+    return body if body["status"] in ("graded", "failed") else None
+
+
+def _row(submission_id: int) -> Any:
+    from submissions.models import Submission
+
+    return Submission.objects.get(pk=submission_id)
+
+
+def test_reference_solution_is_graded_by_a_real_worker_with_per_check_results(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    start_worker()
+    client = api(alice_learner)
+    created = _submit(client, package_file(E2E_SLUG, "solution.py"))
+
+    body = wait_for(lambda: _finished(client, created["url"]), what="grading")
+
+    checks = manifest(E2E_SLUG)["checks"]
+    assert body["status"] == "graded"
+    assert body["passed"] is True
+    assert body["score"] == body["max_score"] == manifest(E2E_SLUG)["points"]
+    assert [c["name"] for c in body["checks"]] == [c["name"] for c in checks]
+    assert all(c["passed"] and c["diagnosis"] == "" for c in body["checks"])
+    assert body["graded_at"] is not None
+    assert _row(created["id"]).attempts == 1
+
+
+def test_wrong_solution_is_graded_not_passed_with_its_named_diagnosis(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    start_worker()
+    client = api(alice_learner)
+    wrong = next(w for w in manifest(E2E_SLUG)["wrong"] if w["diagnosis"] == "hard-coded")
+    created = _submit(client, package_file(E2E_SLUG, wrong["file"]))
+
+    body = wait_for(lambda: _finished(client, created["url"]), what="grading")
+
+    assert body["status"] == "graded"
+    assert body["passed"] is False
+    assert body["score"] < body["max_score"]
+    failed = [c for c in body["checks"] if not c["passed"]]
+    assert failed and all(c["diagnosis"] == "hard-coded" for c in failed)
+    assert all(c["message"] for c in failed)
+
+
+def test_the_same_task_delivered_twice_makes_exactly_one_report(
+    start_worker: Any, api: Any, alice_learner: Any, worker_queue: str
+) -> None:
+    from submissions.models import CheckResult
+    from submissions.tasks import grade_submission
+
+    worker = start_worker()
+    created = _submit(api(alice_learner), package_file(E2E_SLUG, "solution.py"))
+    grade_submission.apply_async(args=[created["id"]], queue=worker_queue)  # the duplicate
+
+    wait_for(lambda: _row(created["id"]).status == "graded", what="grading")
+    wait_for(lambda: "skipping this delivery" in worker.output(), what="the duplicate")
+
+    row = _row(created["id"])
+    assert row.attempts == 1
+    assert CheckResult.objects.filter(submission=row).count() == len(manifest(E2E_SLUG)["checks"])
+    assert worker.output().count(f"submission {created['id']}: not queued") == 1
+
+
+def test_a_worker_killed_mid_grading_still_gets_the_submission_graded_once(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    from submissions.models import CheckResult
+
+    # The lease must outlast one grading (sandbox start, reference run, learner run).
+    lease = {"GRADLAB_RUNNING_LEASE_SECONDS": "25", "GRADLAB_SWEEP_INTERVAL_SECONDS": "1"}
+    first = start_worker(**lease)
+    # A correct solution that takes a while, so that the kill lands mid-grading.
+    code = package_file(E2E_SLUG, "solution.py") + "\nimport time\ntime.sleep(4)\n"
+    created = _submit(api(alice_learner), code)
+    wait_for(lambda: _row(created["id"]).status == "running", what="the claim")
+    time.sleep(1.0)
+
+    first.kill(signal.SIGKILL)
+    assert _row(created["id"]).status == "running"  # lost with its worker
+    second = start_worker(beat=True, **lease)  # its beat runs the sweep every second
+
+    wait_for(lambda: _row(created["id"]).status == "graded", what="sweep + regrading")
+
+    row = _row(created["id"])
+    assert row.passed is True
+    assert row.attempts >= 2  # 2, unless a slow machine also outlived the second lease
+    assert CheckResult.objects.filter(submission=row).count() == len(manifest(E2E_SLUG)["checks"])
+    assert "lease expired: re-queued" in second.output()
+
+
+def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(
+    start_worker: Any, api: Any, alice_learner: Any, settings: Any
+) -> None:
+    from submissions.models import CheckResult
+
+    worker = start_worker(
+        GRADLAB_SANDBOX_OPTIONS=json.dumps({"runtime_dir": "/nonexistent/sandbox-runtime"}),
+        GRADLAB_MAX_ATTEMPTS="3",
+    )
+    settings.GRADLAB_RATE_LIMIT_COUNT = 1
+    client = api(alice_learner)
+    created = _submit(client, package_file(E2E_SLUG, "solution.py"))
+
+    body = wait_for(lambda: _finished(client, created["url"]), what="the retries")
+
+    assert body["status"] == "failed"
+    assert body["score"] is None and body["passed"] is None
+    assert body["checks"] == []
+    assert "fault on our side" in body["message"]
+    assert "does not count against you" in body["message"]
+    assert "/nonexistent" not in body["message"]  # internals stay in the worker's log
+    assert _row(created["id"]).attempts == 3
+    assert worker.output().count("infrastructure fault") == 3
+    assert not CheckResult.objects.filter(submission_id=created["id"]).exists()
+    # Not charged: the failed submission does not use up the learner's rate limit.
+    assert (
+        client.post(URL, {"exercise": E2E_SLUG, "code": "x = 1"}, format="json").status_code == 201
+    )

@@ -1,0 +1,136 @@
+"""The sweep, the claim and regrading, against the real database and broker."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import redis
+from django.utils import timezone
+from platform_helpers import E2E_SLUG, package_file
+
+pytestmark = pytest.mark.django_db
+
+
+def _submission(learner: Any, **fields: Any) -> Any:
+    from courses.models import Exercise
+    from submissions.models import Submission
+
+    exercise = Exercise.objects.get(slug=E2E_SLUG)
+    defaults = {"code": package_file(E2E_SLUG, "solution.py"), "lease_expires_at": timezone.now()}
+    return Submission.objects.create(
+        learner=learner, exercise=exercise, version=exercise.current_version,
+        **{**defaults, **fields},
+    )  # fmt: skip
+
+
+def _queue_length(queue: str) -> int:
+    from django.conf import settings
+
+    return int(redis.Redis.from_url(settings.CELERY_BROKER_URL).llen(queue))
+
+
+def test_sweep_requeues_a_queued_submission_the_broker_lost(
+    alice_learner: Any, worker_queue: str
+) -> None:
+    from submissions.services import submissions_sweep
+
+    lost = _submission(alice_learner, lease_expires_at=timezone.now() - timedelta(seconds=1))
+    fresh = _submission(alice_learner, lease_expires_at=timezone.now() + timedelta(minutes=5))
+
+    result = submissions_sweep()
+
+    assert result.requeued == (lost.pk,)
+    assert _queue_length(worker_queue) == 1
+    lost.refresh_from_db()
+    fresh.refresh_from_db()
+    assert lost.status == "queued" and lost.lease_expires_at > timezone.now()
+    assert fresh.status == "queued"
+
+
+def test_sweep_requeues_a_running_submission_whose_worker_died(
+    alice_learner: Any, worker_queue: str
+) -> None:
+    from submissions.services import submissions_sweep
+
+    stuck = _submission(
+        alice_learner, status="running", attempts=1,
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )  # fmt: skip
+
+    assert submissions_sweep().requeued == (stuck.pk,)
+    stuck.refresh_from_db()
+    assert stuck.status == "queued"
+    assert _queue_length(worker_queue) == 1
+
+
+def test_sweep_fails_a_submission_that_used_every_attempt_without_charging_it(
+    alice_learner: Any, worker_queue: str, settings: Any
+) -> None:
+    from submissions.services import submissions_sweep
+
+    settings.GRADLAB_MAX_ATTEMPTS = 2
+    stuck = _submission(
+        alice_learner, status="running", attempts=2,
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )  # fmt: skip
+
+    assert submissions_sweep().failed == (stuck.pk,)
+    stuck.refresh_from_db()
+    assert stuck.status == "failed" and stuck.score is None and stuck.passed is None
+    assert "does not count against you" in stuck.error_message
+    assert _queue_length(worker_queue) == 0
+
+
+def test_grading_a_submission_that_is_not_queued_does_nothing(alice_learner: Any) -> None:
+    from submissions.services import Outcome, submission_grade
+
+    graded = _submission(alice_learner, status="graded", attempts=1, score=10.0)
+
+    assert submission_grade(submission_id=graded.pk) is Outcome.SKIPPED
+    assert submission_grade(submission_id=987654) is Outcome.SKIPPED
+    graded.refresh_from_db()
+    assert graded.attempts == 1 and graded.score == 10.0
+
+
+def test_a_gpu_exercise_goes_to_the_gpu_queue(catalog: Any) -> None:
+    from django.conf import settings
+
+    from courses.models import Exercise
+    from submissions.services import queue_for
+
+    exercise = Exercise.objects.get(slug=E2E_SLUG)
+    exercise.device = "cuda"
+
+    assert queue_for(exercise) == settings.GRADLAB_QUEUE_GPU
+    exercise.device = "cpu"
+    assert queue_for(exercise) == settings.GRADLAB_QUEUE_CPU
+
+
+@pytest.mark.sandbox
+def test_regrade_reports_the_scores_that_changed(alice_learner: Any, dave_learner: Any) -> None:
+    from courses.models import Exercise
+    from submissions.services import exercise_regrade
+
+    right = package_file(E2E_SLUG, "solution.py")
+    # Graded by an older, stricter version: 0 points for a correct solution.
+    changed = _submission(
+        alice_learner, code=right, status="graded", score=0.0, max_score=10.0, passed=False
+    )
+    same = _submission(
+        dave_learner, code=right, status="graded", score=10.0, max_score=10.0, passed=True
+    )
+    _submission(dave_learner, code=right, status="failed")  # not graded: left alone
+
+    result = exercise_regrade(exercise=Exercise.objects.get(slug=E2E_SLUG))
+
+    assert result.regraded == 2 and result.errors == ()
+    assert [c.submission_id for c in result.changed] == [changed.pk]
+    change = result.changed[0]
+    assert (change.old_score, change.new_score) == (0.0, 10.0)
+    assert (change.old_passed, change.new_passed) == (False, True)
+    changed.refresh_from_db()
+    assert changed.passed is True and changed.checks.count() > 0
+    same.refresh_from_db()
+    assert same.checks.count() == changed.checks.count()
