@@ -129,10 +129,10 @@ build_image() {
   start=$(date +%s)
   # The build stage gets its own tag: it is the layer cache of the next build (a harness
   # change must not reinstall torch), and old ones become dangling and are pruned.
-  if ! { docker build -f "$dockerfile" --build-arg "BASE=$GRADLAB_DOCKER_BASE" \
+  if ! { docker build --force-rm -f "$dockerfile" --build-arg "BASE=$GRADLAB_DOCKER_BASE" \
     --build-arg PIP_OFFLINE=1 "$@" --target build --label "org.gradlab.role=$role-build" \
     -t "$repo-build:latest" . &&
-    docker build -f "$dockerfile" --build-arg "BASE=$GRADLAB_DOCKER_BASE" \
+    docker build --force-rm -f "$dockerfile" --build-arg "BASE=$GRADLAB_DOCKER_BASE" \
       --build-arg PIP_OFFLINE=1 "$@" --label "org.gradlab.content=$hash" \
       -t "$repo:$hash" -t "$repo:latest" .; } >"$build_log" 2>&1; then
     tail -30 "$build_log" >&2

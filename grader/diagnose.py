@@ -113,8 +113,7 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
     Diagnosis(
         "shape-mismatch",
         "Wrong shape",
-        "The shape differs from the expected one: check broadcasting, reductions and "
-        "reshapes.",
+        "The shape differs from the expected one: check broadcasting, reductions and reshapes.",
     ),
     Diagnosis(
         "dtype-mismatch",
@@ -168,7 +167,9 @@ def close(a: float, b: float, rtol: float, atol: float) -> bool:
 
 
 def all_close(got: Sequence[float], want: Sequence[float], rtol: float, atol: float) -> bool:
-    return len(got) == len(want) and all(close(g, w, rtol, atol) for g, w in zip(got, want))
+    if len(got) != len(want):
+        return False
+    return all(close(g, w, rtol, atol) for g, w in zip(got, want, strict=True))
 
 
 def common_ratio(

@@ -11,12 +11,14 @@ a fault of the sandbox itself propagates as `InfrastructureError`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import signal
 import time
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,7 @@ NO_RESULT = "your program stopped without producing a result"
 OUTPUT_LIMIT = "output limit exceeded"
 MEMORY_MARKERS = ("can't allocate memory", "cannot allocate memory", "out of memory")
 REFERENCE_DETAIL_CHARS = 2_000
+VALIDATION_WORKERS = 2  # sandbox runs of one package validated at once
 
 
 @dataclass(frozen=True)
@@ -144,10 +147,8 @@ def reference_capture(
     run = run_envelope(sandbox, envelope, package.manifest.limits, where, f"reference-{key[:12]}")
     capture = _checked_reference(package, run)
     if cache is not None:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a cache we cannot write costs speed
             cache.put(key, dict(capture.raw))
-        except (OSError, ValueError):
-            pass  # a cache we cannot write only costs speed
     return capture
 
 
@@ -159,7 +160,7 @@ def _checked_reference(package: Package, run: Run) -> Capture:
     try:
         capture = parse_result(run.result.stdout, run.nonce)
     except CaptureError as error:
-        raise ExerciseError(f"{slug}: the reference run produced no valid result: {error}") from None
+        raise ExerciseError(f"{slug}: the reference run gave no valid result: {error}") from None
     if capture.terminated is not None:
         detail = capture.raw.get("terminated", {}).get("error") or capture.terminated.message
         raise ExerciseError(
@@ -267,6 +268,14 @@ def failed_report(
 
 
 def grade(job: GradeJob, *, sandbox: Sandbox, cache: ReferenceCache | None = None) -> Report:
+    """Grades one submission (see the module docstring for the failure semantics)."""
+    return grade_with_capture(job, sandbox=sandbox, cache=cache)[0]
+
+
+def grade_with_capture(
+    job: GradeJob, *, sandbox: Sandbox, cache: ReferenceCache | None = None
+) -> tuple[Report, Capture | None]:
+    """`grade`, also returning the learner's validated capture (None without one)."""
     package = job.package
     limits = package.manifest.limits
     reference = reference_capture(
@@ -278,20 +287,19 @@ def grade(job: GradeJob, *, sandbox: Sandbox, cache: ReferenceCache | None = Non
     run = run_envelope(sandbox, envelope, limits, job.device, job.job_id)
     duration = time.perf_counter() - started
     if run.result.status != RunStatus.OK:
-        return failed_report(package, failure_message(run.result, limits), runtime, duration)
+        return failed_report(package, failure_message(run.result, limits), runtime, duration), None
     try:
         learner = parse_result(run.result.stdout, run.nonce)
     except CaptureError:
-        return failed_report(package, NO_RESULT, runtime, duration)
+        return failed_report(package, NO_RESULT, runtime, duration), None
     if learner.kind != reference.kind:
-        return failed_report(package, NO_RESULT, runtime, duration)
+        return failed_report(package, NO_RESULT, runtime, duration), None
     if learner.terminated is not None:
-        return failed_report(
-            package, _terminated_message(learner, limits), runtime, duration, learner
-        )
+        message = _terminated_message(learner, limits)
+        return failed_report(package, message, runtime, duration, learner), learner
     if _memory_error(learner):
-        return failed_report(package, _memory(limits), runtime, duration, learner)
-    return build_report(package, learner, reference, runtime, duration)
+        return failed_report(package, _memory(limits), runtime, duration, learner), learner
+    return build_report(package, learner, reference, runtime, duration), learner
 
 
 # -- report --------------------------------------------------------------------------
@@ -425,8 +433,9 @@ def _describe(report: Report) -> str:
 
 def _grade_file(
     package: Package, code: str, *, sandbox: Sandbox, cache: ReferenceCache | None, seed: int
-) -> Report:
-    return grade(GradeJob(package=package, code=code, seed=seed), sandbox=sandbox, cache=cache)
+) -> tuple[Report, Capture | None]:
+    job = GradeJob(package=package, code=code, seed=seed)
+    return grade_with_capture(job, sandbox=sandbox, cache=cache)
 
 
 def validate_package(
@@ -435,37 +444,42 @@ def validate_package(
     sandbox: Sandbox,
     cache: ReferenceCache | None = None,
     seed: int = DEV_SEED,
+    workers: int = VALIDATION_WORKERS,
 ) -> Validation:
     """The reference passes fully, the starter runs without an error, each [[wrong]]
     fails with its declared diagnosis, each [[alternative]] passes fully."""
     manifest = package.manifest
     try:
-        solution = _grade_file(package, package.solution, sandbox=sandbox, cache=cache, seed=seed)
+        solution, _ = _grade_file(
+            package, package.solution, sandbox=sandbox, cache=cache, seed=seed
+        )
     except ExerciseError as error:
         item = ValidationItem("reference", "solution.py", False, "full score", str(error))
         return Validation(package.slug, (item,))
     full = f"{manifest.points:g}/{manifest.points:g}"
-    items = [
-        ValidationItem("reference", "solution.py", solution.passed, full, _describe(solution))
-    ]
-    starter = _grade_file(package, package.starter, sandbox=sandbox, cache=cache, seed=seed)
-    runs_clean = starter.status == "graded" and starter.exception is None
-    items.append(
-        ValidationItem("starter", "starter.py", runs_clean, "runs without an error",
-                       _describe(starter) if runs_clean else _starter_problem(starter))
-    )  # fmt: skip
-    for wrong in manifest.wrong:
-        report = _grade_file(package, package.files[wrong.file], sandbox=sandbox, cache=cache, seed=seed)  # fmt: skip
-        found = {c.diagnosis for c in report.checks if not c.passed}
-        ok = report.status == "graded" and not report.passed and wrong.diagnosis in found
-        items.append(
-            ValidationItem("wrong", wrong.file, ok, f"fails with {wrong.diagnosis}", _describe(report))
-        )  # fmt: skip
-    for alternative in manifest.alternatives:
-        report = _grade_file(package, package.files[alternative.file], sandbox=sandbox, cache=cache, seed=seed)  # fmt: skip
-        items.append(
-            ValidationItem("alternative", alternative.file, report.passed, full, _describe(report))
+    items = [ValidationItem("reference", "solution.py", solution.passed, full, _describe(solution))]
+    runs = [("starter", "starter.py", "")]
+    runs += [("wrong", w.file, w.diagnosis) for w in manifest.wrong]
+    runs += [("alternative", a.file, "") for a in manifest.alternatives]
+
+    def judge(run: tuple[str, str, str]) -> ValidationItem:
+        kind, file, diagnosis = run
+        report, capture = _grade_file(
+            package, package.files[file], sandbox=sandbox, cache=cache, seed=seed
         )
+        if kind == "starter":
+            clean = report.status == "graded" and capture is not None
+            clean = clean and capture.exception is None  # type: ignore[union-attr]
+            got = _describe(report) if clean else _starter_problem(report)
+            return ValidationItem(kind, file, clean, "runs without an error", got)
+        if kind == "wrong":
+            found = {c.diagnosis for c in report.checks if not c.passed}
+            ok = report.status == "graded" and not report.passed and diagnosis in found
+            return ValidationItem(kind, file, ok, f"fails with {diagnosis}", _describe(report))
+        return ValidationItem(kind, file, report.passed, full, _describe(report))
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        items += list(pool.map(judge, runs))
     return Validation(package.slug, tuple(items))
 
 

@@ -48,9 +48,7 @@ CHECK_TYPES: Mapping[str, tuple[bool, frozenset[str]]] = MappingProxyType(
         "grad_history": (True, frozenset({"rtol", "atol"})),
         "loss_curve": (
             False,
-            frozenset(
-                {"mode", "rtol", "atol", "falls", "final_below", "max_steps", "min_steps"}
-            ),
+            frozenset({"mode", "rtol", "atol", "falls", "final_below", "max_steps", "min_steps"}),
         ),
         "fresh_grads": (False, frozenset({"names"})),
         "message": (True, frozenset()),

@@ -14,7 +14,8 @@ WEB_WORKERS="${WEB_WORKERS:-2}"
 WORKER_CONCURRENCY="${WORKER_CONCURRENCY:-2}"
 PRIVATE_REDIS_PORT="${PRIVATE_REDIS_PORT:-6390}"
 PY=.venv/bin/python
-VAR=var
+VAR="${GRADLAB_VAR_DIR:-var}"
+QUEUES="${GRADLAB_QUEUE_CPU:-grading},${GRADLAB_QUEUE_GPU:-grading-gpu}"
 mkdir -p "$VAR"
 
 log() { echo "run: $*" >&2; }
@@ -56,7 +57,7 @@ ensure_redis() {
       || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
   fi
   mkdir -p "$VAR/redis"
-  start redis redis-server --bind 127.0.0.1 --port "$PRIVATE_REDIS_PORT" --dir "$PWD/$VAR/redis" \
+  start redis redis-server --bind 127.0.0.1 --port "$PRIVATE_REDIS_PORT" --dir "$(cd "$VAR/redis" && pwd)" \
     --save '' --appendonly no
   export REDIS_URL="redis://127.0.0.1:$PRIVATE_REDIS_PORT/0"
   for _ in $(seq 50); do redis_ping "$REDIS_URL" && return; sleep 0.2; done
@@ -81,7 +82,7 @@ export CELERY_BROKER_URL="${CELERY_BROKER_URL:-$REDIS_URL}"
 accounts=$("$PY" manage.py demo_accounts)
 
 start worker .venv/bin/celery -A config.celery_app worker --beat \
-  --schedule "$VAR/celerybeat-schedule" -Q grading,grading-gpu \
+  --schedule "$VAR/celerybeat-schedule" -Q "$QUEUES" \
   --concurrency "$WORKER_CONCURRENCY" --loglevel INFO
 start web .venv/bin/gunicorn config.wsgi --bind "$HOST:$PORT" --workers "$WEB_WORKERS" \
   --access-logfile - --graceful-timeout 5

@@ -4,6 +4,8 @@
 #   worker      Celery worker for the CPU queue `grading`
 #   worker-gpu  Celery worker for the GPU queue `grading-gpu` (GRADLAB_DEVICE=cuda)
 #   migrate     apply database migrations, then load exercises/ into the database
+#   health-web  exit 0 when gunicorn answers HTTP (any status below 500)
+#   health-worker exit 0 when this container's Celery worker answers a ping
 #   <other>     run as given (e.g. `python manage.py createsuperuser`)
 set -eu
 cd /app
@@ -25,6 +27,17 @@ worker-gpu)
 migrate)
   python manage.py migrate --noinput
   python manage.py load_exercises
+  ;;
+health-web)
+  exec python - <<'PY'
+import http.client, os, sys
+connection = http.client.HTTPConnection("127.0.0.1", int(os.environ.get("PORT", "8000")), timeout=5)
+connection.request("GET", "/", headers={"Host": "localhost"})
+sys.exit(connection.getresponse().status >= 500)
+PY
+  ;;
+health-worker)
+  exec celery -A config.celery_app inspect ping --destination "celery@$(hostname)" --timeout 10
   ;;
 *)
   exec "$@"

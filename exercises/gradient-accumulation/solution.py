@@ -14,3 +14,8 @@ accumulated = x.grad.clone()
 
 x.grad.zero_()
 print("after zero_():", x.grad)
+
+# Not part of the task: what `accumulated` holds after two known mistakes, so that the
+# grader can name them (clearing x.grad between the passes; no copy before zero_()).
+_accumulated_if_cleared_between = accumulated / 2
+_accumulated_if_not_copied = torch.zeros_like(accumulated)

@@ -33,8 +33,9 @@ def generate(seed, trials):
         else:
             n = 2 + int(torch.randint(8, (1,), generator=generator))
             size = 1 + int(torch.randint(n, (1,), generator=generator))
-            cases.append(_case([3, 4, 3], "relu", "cross_entropy", n, size, torch.float64,
-                               generator, False))
+            cases.append(
+                _case([3, 4, 3], "relu", "cross_entropy", n, size, torch.float64, generator, False)
+            )
     return cases[:trials]
 
 
@@ -65,7 +66,7 @@ def _case(sizes, activation, loss, n, micro_batch_size, dtype, generator, visibl
 
 def _build(sizes, activation, dtype):
     layers = []
-    for index, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
+    for index, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:], strict=False)):
         if index:
             layers.append(ACTIVATIONS[activation]())
         layers.append(nn.Linear(fan_in, fan_out))

@@ -1,6 +1,3 @@
-import torch
-
-
 def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
     """Leave in every param.grad the gradient of loss_fn(model(X), y), computed one
     micro-batch at a time."""

@@ -1,7 +1,3 @@
-import torch
-from torch import nn
-
-
 def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
     """Leave in every param.grad the gradient of loss_fn(model(X), y) over the whole
     batch, while only ever running the model on micro_batch_size samples at a time."""

@@ -4,7 +4,9 @@ import torch
 def backward_any(y):
     """Backpropagate from y, whatever its shape, with ones as the upstream gradient.
     Raise ValueError with a clear message when y does not require grad."""
-    y.backward()
+    # 1. If y does not require grad, raise ValueError("...").
+    # 2. Otherwise call y.backward(...) so that it works for a scalar y
+    #    as well as for a vector or a matrix.
 
 
 if __name__ == "__main__":

@@ -1,6 +1,3 @@
-import torch
-
-
 def vjp(f, x, v):
     """Return v^T J: the gradient of f at x, weighted by v."""
     x = x.detach().clone().requires_grad_(True)

@@ -20,8 +20,8 @@ from grader.checks.runs import (
     check_stdout,
 )
 from grader.checks.values import (
-    check_gradcheck,
     check_grad,
+    check_gradcheck,
     check_graph,
     check_message,
     check_value,

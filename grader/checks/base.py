@@ -209,13 +209,26 @@ def crashed(trial: Trial) -> bool:
 
 
 def context_diagnosis(trial: Trial, found: str) -> str:
-    """The real mistake: a course error first, then a crash over a generic finding."""
+    """The real mistake: a course error the learner hit (more often than the reference,
+    or uncaught), then a crash over a generic finding, then the check's own finding."""
     error = course_error(trial)
     if error:
         return error
-    if crashed(trial) and found in GENERIC:
-        return "crashed"
+    if crashed(trial):
+        assert trial.learner_exception is not None
+        error = diagnose.error_slug(trial.learner_exception.message)
+        if error:
+            return error
+        if found in GENERIC:
+            return "crashed"
+    theirs_stale = _stale(trial.ok_reference_calls)
+    if found == "scaled-by-n" and theirs_stale and not _stale(trial.ok_learner_calls):
+        return "wrong-value"  # a missing accumulation, not a mean/sum mix-up
     return found or "wrong-value"
+
+
+def _stale(calls: Sequence[BackwardCall]) -> bool:
+    return any(stale_names(call) for call in calls)
 
 
 def accumulated(trial: Trial, names: Sequence[str] | None = None) -> bool:
@@ -323,10 +336,7 @@ class Tolerance:
         return cls(spec.option("rtol"), spec.option("atol"), spec.option("device") == "any")
 
     def for_dtype(self, dtype: str | None) -> tuple[float, float]:
-        if dtype is None:
-            default = NUMBER_TOLERANCE
-        else:
-            default = TOLERANCES.get(dtype, EXACT)
+        default = NUMBER_TOLERANCE if dtype is None else TOLERANCES.get(dtype, EXACT)
         return (
             default[0] if self.rtol is None else self.rtol,
             default[1] if self.atol is None else self.atol,
@@ -359,9 +369,7 @@ def compare_tensors(
     got: TensorValue, want: TensorValue, tolerance: Tolerance, *, accumulated: bool
 ) -> Difference | None:
     if got.shape != want.shape:
-        return Difference(
-            "shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}"
-        )
+        return Difference("shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}")
     if got.dtype != want.dtype:
         return Difference("dtype-mismatch", f"dtype {got.dtype}, expected {want.dtype}")
     if not tolerance.device_any and got.device_type != want.device_type:
@@ -412,9 +420,10 @@ def compare_values(
         if got.type != want.type or normalise(want.message) not in normalise(got.message):
             return Difference("wrong-value", f"got {show(got)}, expected {show(want)}")
         return None
-    if isinstance(want, ObjectValue):
-        if not isinstance(got, ObjectValue) or got.type != want.type:
-            return _wrong_type(got, want)
+    if isinstance(want, ObjectValue) and (
+        not isinstance(got, ObjectValue) or got.type != want.type
+    ):
+        return _wrong_type(got, want)
     return None
 
 
@@ -434,9 +443,7 @@ def _compare_arrays(
     if not isinstance(got, NdarrayValue):
         return _wrong_type(got, want)
     if got.shape != want.shape:
-        return Difference(
-            "shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}"
-        )
+        return Difference("shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}")
     if got.dtype != want.dtype:
         return Difference("dtype-mismatch", f"dtype {got.dtype}, expected {want.dtype}")
     found = compare_numbers(

@@ -97,9 +97,7 @@ def encode(value: Any, max_elements: int, depth: int = 0) -> dict[str, Any]:
         return {"kind": "none"}
     if isinstance(value, bool | np.bool_):
         return {"kind": "bool", "value": bool(value)}
-    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(
-        value, complex
-    ):
+    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, complex):
         plain = value.item() if isinstance(value, np.generic) else value
         return {"kind": "number", "value": number(plain)}
     if isinstance(value, str):

@@ -104,6 +104,7 @@ class BubblewrapSandbox:
         self.user_name = user or os.environ.get(USER_ENV) or DEFAULT_USER
         self.bwrap = bwrap
         self._warned: set[str] = set()
+        self._reaped = False
 
     # --- the Sandbox interface -----------------------------------------------------------
 
@@ -200,6 +201,11 @@ class BubblewrapSandbox:
         return _find_tools(self.bwrap)
 
     def _open_cgroup(self, request: SandboxRequest) -> cgroups.JobCgroup | None:
+        if not self._reaped:  # groups a killed worker left behind
+            self._reaped = True
+            with contextlib.suppress(OSError):
+                for folder in cgroups.reap_stale():
+                    log.warning("removed a stale job cgroup: %s", folder)
         try:
             return cgroups.open_job_cgroup(
                 cgroups.job_name(request.job_id),

@@ -81,6 +81,41 @@ def open_job_cgroup(name: str, *, memory_bytes: int, pids: int) -> JobCgroup:
     raise CgroupUnavailable("no cgroup v1 memory+pids hierarchy nor cgroup v2 is mounted")
 
 
+def reap_stale() -> list[Path]:
+    """Kill and remove job groups whose worker is gone (killed mid-job): the folder name
+    carries the worker's pid (see job_name). Returns what was removed."""
+    removed = []
+    for base in _job_bases():
+        for folder in sorted(base.iterdir()) if base.is_dir() else ():
+            if folder.is_dir() and not _worker_alive(folder.name):
+                _kill_until_empty([folder / "cgroup.procs"])
+                with contextlib.suppress(OSError):
+                    _rmdir_retrying(folder)
+                    removed.append(folder)
+    return removed
+
+
+def _job_bases() -> list[Path]:
+    mounts = list(_cgroup_mounts())
+    v1 = {c: m for m in mounts if m.version == "v1" for c in m.controllers}
+    if "memory" in v1 and "pids" in v1:
+        return [_base_dir(v1["memory"], "memory"), _base_dir(v1["pids"], "pids")]
+    return [_base_dir(m, None) for m in mounts if m.version == "v2"][:1]
+
+
+def _worker_alive(name: str) -> bool:
+    parts = name.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return True  # not one of ours: leave it alone
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 # --- discovery -------------------------------------------------------------------------
 
 

@@ -352,10 +352,14 @@ def _connect(base_url: str | None) -> Any:
         import docker
     except ImportError as error:
         raise InfrastructureError("the Docker SDK for Python is not installed") from error
+    # The ignores: mypy resolves `docker` to the repository's docker/ folder (a namespace
+    # package on mypy_path); at run time the SDK, a regular package, takes precedence.
     try:
         if base_url:
-            return docker.DockerClient(base_url=base_url, version="auto", timeout=ENGINE_TIMEOUT_S)
-        return docker.from_env(version="auto", timeout=ENGINE_TIMEOUT_S)
+            return docker.DockerClient(  # type: ignore[attr-defined]
+                base_url=base_url, version="auto", timeout=ENGINE_TIMEOUT_S
+            )
+        return docker.from_env(version="auto", timeout=ENGINE_TIMEOUT_S)  # type: ignore[attr-defined]
     except docker.errors.DockerException as error:
         raise InfrastructureError(f"the Docker Engine is not reachable: {error}") from error
 

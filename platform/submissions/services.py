@@ -31,6 +31,8 @@ from submissions.models import CheckResult, Submission
 logger = logging.getLogger(__name__)
 
 IDEMPOTENCY_KEY_MAX_LENGTH = 255
+CHECK_NAME_MAX_LENGTH = 300  # CheckResult.name
+DIAGNOSIS_MAX_LENGTH = 100  # CheckResult.diagnosis
 MESSAGE_INFRASTRUCTURE = (
     "We could not grade this submission because of a fault on our side (tried {attempts} "
     "times). It does not count against you: please submit again later."
@@ -198,6 +200,10 @@ def submission_grade(*, submission_id: int) -> Outcome:
                      submission_id, submission.exercise_id, error)  # fmt: skip
         _finish_failed(submission_id, attempt, MESSAGE_EXERCISE)
         return Outcome.FAILED
+    except Exception:
+        # A bug on our side is our fault too: retried, never charged to the learner.
+        logger.exception("submission %s attempt %s: grading crashed", submission_id, attempt)
+        return _after_infrastructure_fault(submission, attempt)
     return Outcome.GRADED if _finish_graded(submission_id, attempt, report) else Outcome.SKIPPED
 
 
@@ -248,12 +254,12 @@ def _save_checks(submission_id: int, report: Report) -> None:
         CheckResult(
             submission_id=submission_id,
             order=index,
-            name=grading.text_safe(check.name),
+            name=grading.text_safe(check.name)[:CHECK_NAME_MAX_LENGTH],
             passed=check.passed,
             score=check.score,
             max_score=check.max_score,
             message=grading.text_safe(check.message),
-            diagnosis=check.diagnosis,
+            diagnosis=check.diagnosis[:DIAGNOSIS_MAX_LENGTH],
             hint=grading.text_safe(check.hint),
         )
         for index, check in enumerate(report.checks)

@@ -9,6 +9,8 @@ page is known to exist but is not theirs to open (a learner on an instructor pag
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -18,7 +20,7 @@ from accounts.models import Enrollment
 from courses.models import Exercise, Module
 from submissions.models import Submission
 
-AnyUser = AbstractBaseUser | AnonymousUser
+AnyUser: TypeAlias = AbstractBaseUser | AnonymousUser
 
 
 def modules_for_learner(user: AnyUser) -> QuerySet[Module]:

@@ -10,11 +10,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+VALIDATE = "validate"
+REGRADE = "regrade"
+
 
 class ExerciseJob(models.Model):
     class Kind(models.TextChoices):
-        VALIDATE = "validate", "Validation"
-        REGRADE = "regrade", "Regrade"
+        VALIDATE = VALIDATE, "Validation"
+        REGRADE = REGRADE, "Regrade"
 
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -21,7 +21,7 @@ from common.errors import NotFound
 from courses.models import Exercise
 from grader.protocol import InfrastructureError
 from submissions.services import exercise_regrade
-from web.models import ExerciseJob
+from web.models import VALIDATE, ExerciseJob
 from web.validation import validate_version
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def _claim(job_id: int) -> bool:
 
 
 def _run(job: ExerciseJob) -> dict[str, Any]:
-    if job.kind == ExerciseJob.Kind.VALIDATE:
+    if job.kind == VALIDATE:
         validation = validate_version(job.version)
         return {**asdict(validation), "problems": validation.problems}
     result = exercise_regrade(exercise=job.exercise)

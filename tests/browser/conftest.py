@@ -175,41 +175,61 @@ def worker_queue(settings: Any) -> str:
 @pytest.fixture
 def grading_worker(worker_queue: str, transactional_db: None, tmp_path: Path) -> Iterator[Any]:
     """A real Celery worker process on the test database, consuming our own queue."""
+    from django.conf import settings
     from django.db import connection
 
     db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
     url = (
-        f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-        if connection.vendor == "postgresql"
-        else f"sqlite:///{db['NAME']}"
+        f"postgres://{db.get('USER') or 'postgres'}{password}@{db.get('HOST') or '127.0.0.1'}"
+        f":{db.get('PORT') or 5432}/{db['NAME']}"
     )
     env = {
         **os.environ,
         "PYTHONPATH": f"{ROOT / 'platform'}{os.pathsep}{ROOT}",
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "REDIS_URL": settings.CELERY_BROKER_URL,
+        "GRADLAB_CACHE_DIR": str(tmp_path / "reference-cache"),
+        "GRADLAB_VAR_DIR": str(tmp_path / "var"),
     }
-    if db.get("PASSWORD"):
-        env["PGPASSWORD"] = db["PASSWORD"]
     log = tmp_path / "worker.log"
-    celery = Path(sys.executable).with_name("celery")
     command = [
-        str(celery), "-A", "config.celery_app", "worker", "-Q", worker_queue,
+        sys.executable, "-m", "celery", "-A", "config.celery_app", "worker", "-Q", worker_queue,
         "--concurrency", "1", "--pool", "solo", "--without-gossip", "--without-mingle",
-        "--without-heartbeat", "--loglevel", "INFO", "--hostname", f"browser-{worker_queue}@%h",
+        "--without-heartbeat", "--loglevel", "INFO", "--hostname", f"{worker_queue}@%h",
     ]  # fmt: skip
+    _purge(worker_queue)
     with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
     try:
         _wait_ready(process, log)
         yield process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=WORKER_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)
+        _purge(worker_queue)
+
+
+def _purge(queue: str) -> None:
+    import redis
+    from django.conf import settings
+
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(queue)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=WORKER_STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def _wait_ready(process: subprocess.Popen[bytes], log: Path) -> None:
@@ -219,9 +239,9 @@ def _wait_ready(process: subprocess.Popen[bytes], log: Path) -> None:
         if " ready." in text:
             return
         if process.poll() is not None:
-            raise RuntimeError(f"the Celery worker exited early:\n{text[-4000:]}")
+            pytest.fail(f"the Celery worker exited with {process.returncode}:\n{text[-4000:]}")
         time.sleep(0.2)
-    raise RuntimeError(f"the Celery worker was not ready in time:\n{log.read_text()[-4000:]}")
+    pytest.fail(f"the Celery worker was not ready in time:\n{log.read_text()[-4000:]}")
 
 
 def sign_in(page: Any, base_url: str, username: str) -> None:

@@ -96,9 +96,10 @@ def test_the_sandbox_container_is_removed_after_its_job(
 ) -> None:
     job = request("x = 1\n")
     assert docker_sandbox.run(job).status == RunStatus.OK
-    assert docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB}={job.job_id}"}
-    ) == []
+    assert (
+        docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={job.job_id}"})
+        == []
+    )
 
 
 def test_the_sandbox_image_runs_as_a_non_root_user_with_only_our_harness(

@@ -314,3 +314,18 @@ def test_list_with_an_unknown_exercise_filter_is_a_400(api: Any, alice_learner: 
 
 def test_unknown_submission_id_is_a_404(api: Any, alice_learner: Any) -> None:
     assert api(alice_learner).get(f"{URL}987654/").status_code == 404
+
+
+def test_a_body_of_several_megabytes_is_a_400_not_a_500(api: Any, alice_learner: Any) -> None:
+    response = _post(api(alice_learner), {"exercise": E2E_SLUG, "code": "#" * 3_000_000})
+
+    assert response.status_code == 400
+    assert "code" in response.json() or "non_field_errors" in response.json()
+
+
+def test_a_body_that_is_not_utf8_is_a_400(api: Any, alice_learner: Any) -> None:
+    response = api(alice_learner).post(
+        URL, data=b'{"exercise": "\xff\xfe", "code": "x"}', content_type="application/json"
+    )
+
+    assert response.status_code == 400

@@ -134,3 +134,20 @@ def test_regrade_reports_the_scores_that_changed(alice_learner: Any, dave_learne
     assert changed.passed is True and changed.checks.count() > 0
     same.refresh_from_db()
     assert same.checks.count() == changed.checks.count()
+
+
+@pytest.mark.sandbox
+def test_regrade_command_prints_what_changed(alice_learner: Any) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    right = package_file(E2E_SLUG, "solution.py")
+    stale = _submission(alice_learner, code=right, status="graded", score=1.0, passed=False)
+    out = StringIO()
+
+    call_command("regrade", E2E_SLUG, stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"submission {stale.pk} (alice_learner): 1.0 -> 10.0")
+    assert lines[-1].endswith("1 regraded, 1 changed, 0 errors")

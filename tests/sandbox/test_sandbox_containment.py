@@ -134,21 +134,27 @@ def test_learner_cannot_find_the_reference_solution_anywhere(grader: Grader) -> 
         f"""
         import os
         needle = {reference!r}.encode()
+        paths = [os.path.join(folder, name)
+                 for top in ["/tmp", "/harness", "/runtime/bin"]
+                 for folder, _, names in os.walk(top) for name in names]
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            paths += [f"/proc/{{pid}}/cmdline", f"/proc/{{pid}}/environ"]
+            try:
+                paths += [f"/proc/{{pid}}/fd/{{fd}}" for fd in os.listdir(f"/proc/{{pid}}/fd")]
+            except OSError:
+                pass
         found, scanned = [], 0
-        for top in ["/tmp", "/harness", "/dev", "/proc"]:
-            for folder, dirs, files in os.walk(top):
-                if folder.startswith("/proc/") and folder.count("/") > 3:
-                    dirs[:] = [d for d in dirs if d in ("fd", "cwd", "root")]
-                for name in files:
-                    path = os.path.join(folder, name)
-                    try:
-                        with open(path, "rb") as handle:
-                            data = handle.read(1_000_000)
-                    except OSError:
-                        continue
-                    scanned += 1
-                    if needle in data or b"GRADLAB-RESULT" in data:
-                        found.append(path)
+        for path in paths:
+            if path.startswith("/proc/self") or "/fd/" in path and not os.path.isfile(path):
+                continue
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read(1_000_000)
+            except OSError:
+                continue
+            scanned += 1
+            if needle in data:
+                found.append(path)
         print("scanned", scanned > 0, "found:", found)
         raise RuntimeError("the reference was not found")
         """
@@ -266,25 +272,35 @@ def test_a_forged_result_frame_is_not_believed(grader: Grader) -> None:
         "variables": {}, "backward_calls": [], "optimizer_steps": 0, "stdout": "",
         "stdout_truncated": False, "exception": None, "duration_s": 0.0,
     }  # fmt: skip
-    body = json.dumps(forged)
     report = grader.grade(
         f"""
-        import os, sys
-        body = {body!r}
-        for nonce in ["0" * 32, "f" * 32]:
-            frame = f"GRADLAB-RESULT {{nonce}} {{len(body)}}\\n{{body}}"
-            print(frame)
-            os.write(1, frame.encode())
-            for fd in range(3, 64):
+        import os, re
+        body = {json.dumps(forged)!r}
+        nonces = ["0" * 32]
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:  # the nonce travels on the harness's stdin: try to steal it
+                fd = os.open(f"/proc/{{pid}}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+                nonces += re.findall("[0-9a-f]{{32}}", os.read(fd, 1 << 20).decode(errors="ignore"))
+            except OSError:
+                pass
+        print("stolen:", nonces[1:])
+        for nonce in nonces:
+            frame = f"GRADLAB-RESULT {{nonce}} {{len(body)}}\\n{{body}}".encode()
+            print(frame.decode())
+            os.write(1, frame)
+            for target in ["/proc/1/fd/1", f"/proc/{{os.getppid()}}/fd/1"]:
                 try:
-                    os.write(fd, frame.encode())
+                    with open(target, "wb") as out:
+                        out.write(frame)
+                    print("wrote to", target)
                 except OSError:
                     pass
-        sys.stdout.flush()
-        os._exit(0)
+        raise RuntimeError("forgery attempted")
         """
     )
-    assert_failed(report)
+    assert "stolen: []" in report.stdout
+    assert "wrote to" not in report.stdout
+    assert_failed(report, "forgery attempted")
     grader.assert_contained()
 
 

@@ -10,8 +10,8 @@ def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
         stop = min(start + micro_batch_size, n)
         loss = loss_fn(model(X[start:stop]), y[start:stop])
         grads = torch.autograd.grad(loss, params)
-        for total, grad in zip(totals, grads):
+        for total, grad in zip(totals, grads, strict=True):
             total += grad * (stop - start) / n
         start = stop
-    for p, total in zip(params, totals):
+    for p, total in zip(params, totals, strict=True):
         p.grad = total

@@ -1,6 +1,3 @@
-import torch
-
-
 def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
     # the loop of the course notes: n_micro = len(X) // micro_batch_size
     n_micro = len(X) // micro_batch_size

@@ -1,6 +1,3 @@
-import torch
-
-
 def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
     n = len(X)
     for start in range(0, n, micro_batch_size):

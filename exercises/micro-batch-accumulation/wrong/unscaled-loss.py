@@ -1,6 +1,3 @@
-import torch
-
-
 def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
     model.zero_grad()
     for start in range(0, len(X), micro_batch_size):

@@ -1,7 +1,5 @@
 import math
 
-import torch
-
 
 def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
     n_micro = math.ceil(len(X) / micro_batch_size)

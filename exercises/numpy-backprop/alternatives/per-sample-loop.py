@@ -4,8 +4,12 @@ import numpy as np
 
 
 def manual_backward(W1, b1, W2, b2, x, y_true):
-    grads = {"W1": np.zeros_like(W1), "b1": np.zeros_like(b1),
-             "W2": np.zeros_like(W2), "b2": np.zeros_like(b2)}
+    grads = {
+        "W1": np.zeros_like(W1),
+        "b1": np.zeros_like(b1),
+        "W2": np.zeros_like(W2),
+        "b2": np.zeros_like(b2),
+    }
     n = len(x)
     for i in range(n):
         xi = x[i]

@@ -1,6 +1,3 @@
-import torch
-
-
 def vjp(f, x, v):
     y = f(x)
     x.requires_grad_(True)

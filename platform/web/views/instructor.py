@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from web import access, selectors
-from web.models import ExerciseJob
+from web.models import REGRADE, VALIDATE
 from web.presenters import history_item
 from web.services import exercise_job_create
 
@@ -91,8 +91,8 @@ def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -
     module = access.get_module_for_instructor(request.user, module_slug)
     exercise = access.get_exercise_in_module(module, exercise_slug)
     stats = next(s for s in selectors.exercise_stats(module) if s.slug == exercise.slug)
-    validation = selectors.latest_job(exercise, ExerciseJob.Kind.VALIDATE)
-    regrade = selectors.latest_job(exercise, ExerciseJob.Kind.REGRADE)
+    validation = selectors.latest_job(exercise, VALIDATE)
+    regrade = selectors.latest_job(exercise, REGRADE)
     context = {
         "module": module,
         "exercise": exercise,
@@ -111,13 +111,13 @@ def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -
 @login_required
 @require_POST
 def validate_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
-    return _start_job(request, module_slug, exercise_slug, ExerciseJob.Kind.VALIDATE)
+    return _start_job(request, module_slug, exercise_slug, VALIDATE)
 
 
 @login_required
 @require_POST
 def regrade_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
-    return _start_job(request, module_slug, exercise_slug, ExerciseJob.Kind.REGRADE)
+    return _start_job(request, module_slug, exercise_slug, REGRADE)
 
 
 def _start_job(

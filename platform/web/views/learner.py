@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
 from common.errors import DomainError, InvalidInput, RateLimited
+from courses.models import Exercise, Module
 from submissions.models import Submission
 from submissions.services import submission_create
 from web import access, selectors
@@ -62,8 +63,8 @@ def exercise_page(request: HttpRequest, module_slug: str, exercise_slug: str) ->
 
 def _render_exercise(
     request: HttpRequest,
-    module: Any,
-    exercise: Any,
+    module: Module,
+    exercise: Exercise,
     *,
     code: str | None = None,
     errors: list[str] | None = None,
@@ -93,7 +94,7 @@ def _trusted_statement(html: str) -> SafeString:
     return mark_safe(html)
 
 
-def _submit(request: HttpRequest, exercise: Any) -> HttpResponse:
+def _submit(request: HttpRequest, exercise: Exercise) -> HttpResponse:
     code = request.POST.get("code", "")
     try:
         submission, _ = submission_create(
@@ -113,7 +114,7 @@ def _submit(request: HttpRequest, exercise: Any) -> HttpResponse:
 
 
 def _rejected(
-    request: HttpRequest, exercise: Any, code: str, errors: dict[str, list[str]], status: int
+    request: HttpRequest, exercise: Exercise, code: str, errors: dict[str, list[str]], status: int
 ) -> HttpResponse:
     if _wants_json(request):
         return JsonResponse({"errors": errors}, status=status)
@@ -181,7 +182,9 @@ def _status_payload(submission: Submission, *, request: HttpRequest | None) -> d
     return payload
 
 
-def _crumbs(module: Any, title: str, *, exercise: Any = None, last: str = "") -> list:
+def _crumbs(
+    module: Module, title: str, *, exercise: Exercise | None = None, last: str = ""
+) -> list[tuple[str, str]]:
     crumbs: list[tuple[str, str]] = [(module.title, reverse("web:module", args=[module.slug]))]
     if exercise is not None:
         crumbs.append((title, reverse("web:exercise", args=[module.slug, exercise.slug])))

@@ -72,9 +72,13 @@
     return editor;
   }
 
+  // Only the newest submission's poller may update the page.
+  var generation = 0;
+
   function poller(statusUrl, statusBox, feedback, history, submitButton) {
     var started = Date.now();
     var delay = POLL_FIRST_MS;
+    var mine = ++generation;
 
     function finish(data) {
       if (data.feedback_html !== undefined) {
@@ -99,11 +103,13 @@
           return response.json();
         })
         .then(function (data) {
+          if (mine !== generation) { return; }
           if (data.done) { finish(data); return; }
           setStatus(statusBox, data.status, STATUS_TEXT[data.status] || data.status);
           schedule();
         })
         .catch(function () {
+          if (mine !== generation) { return; }
           setStatus(statusBox, "error", "Lost contact with the server; retrying…");
           schedule();
         });
@@ -168,6 +174,8 @@
             return;
           }
           setStatus(statusBox, result.data.status, STATUS_TEXT[result.data.status] || result.data.status);
+          // Accepted: the learner may submit again while this one is graded.
+          submitButton.disabled = false;
           poller(result.data.status_url, statusBox, feedback, history, submitButton)();
         })
         .catch(function () {
@@ -179,7 +187,6 @@
     // A submission still being graded when the page was opened: follow it too.
     var pending = feedback && feedback.dataset.pendingStatusUrl;
     if (pending) {
-      submitButton.disabled = true;
       poller(pending, statusBox, feedback, history, submitButton)();
     }
   }

@@ -1,0 +1,130 @@
+"""The Docker backend end to end against the real Engine: grading, limits, janitor,
+and the infrastructure errors the platform retries."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+from docker_helpers import ROOT, containers_of_job, request
+
+from grader.cache import ReferenceCache
+from grader.engine import GradeJob, grade
+from grader.protocol import InfrastructureError, RunStatus
+from grader.sandbox import get_backend
+from grader.sandbox.docker import (
+    LABEL_DEADLINE,
+    LABEL_JOB,
+    LABEL_ROLE,
+    ROLE_SANDBOX,
+    DockerSandbox,
+    reap_expired,
+)
+from grader.spec import load_package
+
+EXERCISES = ROOT / "exercises"
+
+
+def test_get_backend_docker_gives_the_docker_sandbox(sandbox_image: str) -> None:
+    backend = get_backend("docker", image=sandbox_image)
+    assert isinstance(backend, DockerSandbox)
+    assert backend.runtime_key("cpu").startswith("docker ")
+
+
+def test_the_reference_passes_and_a_wrong_solution_is_diagnosed_through_docker(
+    docker_sandbox: DockerSandbox, tmp_path: Path
+) -> None:
+    package = load_package(EXERCISES / "first-gradient")
+    cache = ReferenceCache(tmp_path)
+    reference = grade(GradeJob(package, package.solution), sandbox=docker_sandbox, cache=cache)
+    assert reference.status == "graded" and reference.passed, reference
+    assert reference.score == reference.max_score
+    assert reference.runtime.startswith("docker ")
+
+    wrong = package.files["wrong/sign-error.py"]
+    report = grade(GradeJob(package, wrong), sandbox=docker_sandbox, cache=cache)
+    assert report.status == "graded" and not report.passed
+    assert "sign-error" in {check.diagnosis for check in report.checks}
+    assert list(tmp_path.glob("*.json")), "the reference capture was not cached"
+
+
+def test_an_infinite_loop_is_killed_at_the_wall_clock_limit(
+    docker_client: Any, docker_sandbox: DockerSandbox
+) -> None:
+    job = request("while True:\n    pass\n", wall_seconds=3, cpu_seconds=30)
+    started = time.monotonic()
+    result = docker_sandbox.run(job)
+    assert result.status == RunStatus.TIMEOUT
+    assert "time limit of 3 s" in result.message
+    assert time.monotonic() - started < 3 + 15  # killed, not left to the CPU limit
+    assert containers_of_job(docker_client, job.job_id) == []
+
+
+def test_allocating_past_the_memory_limit_is_reported_as_memory(
+    docker_client: Any, docker_sandbox: DockerSandbox
+) -> None:
+    code = "chunks = []\nwhile True:\n    chunks.append(bytearray(64 * 1024 * 1024))\n"
+    job = request(code, memory_mb=300, wall_seconds=60)
+    result = docker_sandbox.run(job)
+    assert result.status == RunStatus.MEMORY, result
+    assert "memory limit of 300 MB" in result.message
+    assert containers_of_job(docker_client, job.job_id) == []
+
+
+def test_a_fork_bomb_stays_within_the_pids_limit(docker_sandbox: DockerSandbox) -> None:
+    code = (
+        "import os\n"
+        "count = 0\n"
+        "for _ in range(200):\n"
+        "    try:\n"
+        "        if os.fork() == 0:\n"
+        "            import time; time.sleep(30); os._exit(0)\n"
+        "        count += 1\n"
+        "    except OSError:\n"
+        "        break\n"
+        "x = count\n"
+    )
+    result = docker_sandbox.run(request(code, pids=32, wall_seconds=60))
+    assert result.status == RunStatus.OK, result
+    assert b'"x":{"kind":"number","value":' in result.stdout
+    forked = int(result.stdout.split(b'"x":{"kind":"number","value":')[1].split(b"}")[0])
+    assert forked < 32
+
+
+def test_the_janitor_removes_only_containers_past_their_deadline(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    def sandbox_container(job: str, deadline: float) -> Any:
+        labels = {LABEL_ROLE: ROLE_SANDBOX, LABEL_JOB: job, LABEL_DEADLINE: f"{deadline:.0f}"}
+        return docker_client.containers.run(
+            sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
+        )
+
+    now = time.time()
+    expired = sandbox_container("test-janitor-expired", now - 5)
+    current = sandbox_container("test-janitor-current", now + 600)
+    try:
+        removed = reap_expired(docker_client)
+        assert expired.name in removed and current.name not in removed
+        assert containers_of_job(docker_client, "test-janitor-expired") == []
+        assert len(containers_of_job(docker_client, "test-janitor-current")) == 1
+    finally:
+        for container in (expired, current):
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+
+
+def test_a_missing_sandbox_image_is_an_infrastructure_error(docker_client: Any) -> None:
+    sandbox = DockerSandbox(image="gradlab-sandbox:no-such-tag", gpu=False)
+    with pytest.raises(InfrastructureError, match=r"build-sandbox-image\.sh"):
+        sandbox.run(request("x = 1\n"))
+
+
+def test_an_unreachable_engine_is_an_infrastructure_error(tmp_path: Path) -> None:
+    sandbox = DockerSandbox(base_url=f"unix://{tmp_path}/no-docker.sock", gpu=False)
+    with pytest.raises(InfrastructureError, match="Docker Engine"):
+        sandbox.run(request("x = 1\n"))

@@ -1,0 +1,104 @@
+"""Per-job cgroups (grader/sandbox/cgroups.py) on this host's real cgroup hierarchy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+from sandbox_helpers import job_prefix
+
+from grader.sandbox import cgroups
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def group() -> Iterator[cgroups.JobCgroup]:
+    try:
+        made = cgroups.open_job_cgroup(
+            cgroups.job_name(job_prefix()), memory_bytes=128 * MIB, pids=8
+        )
+    except cgroups.CgroupUnavailable as why:
+        pytest.skip(f"no per-job cgroups here: {why}")
+    yield made
+    made.remove()
+
+
+def start_in(group: cgroups.JobCgroup, code: str) -> subprocess.Popen[bytes]:
+    """A python process that joins `group` before running `code`."""
+    join = "".join(f"open({str(f)!r}, 'w').write(str(os.getpid()));" for f in group.join_files())
+    return subprocess.Popen([sys.executable, "-c", f"import os;{join}\n{code}"])
+
+
+def test_a_job_group_reports_the_oom_kill_of_a_process_over_its_memory(
+    group: cgroups.JobCgroup,
+) -> None:
+    hog = start_in(group, "block = bytearray(512 * 1024 * 1024)")
+    assert hog.wait(timeout=60) == -9
+    assert group.oom_killed()
+
+
+def test_a_job_group_within_its_memory_reports_no_oom(group: cgroups.JobCgroup) -> None:
+    fine = start_in(group, "block = bytearray(16 * 1024 * 1024)")
+    assert fine.wait(timeout=60) == 0
+    assert not group.oom_killed()
+
+
+def test_a_job_group_caps_its_processes(group: cgroups.JobCgroup) -> None:
+    forker = start_in(
+        group,
+        "import time\nmade = 0\n"
+        "for _ in range(50):\n"
+        "    try:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "        made += 1\n"
+        "    except OSError:\n"
+        "        break\n"
+        "raise SystemExit(made)",
+    )
+    assert forker.wait(timeout=60) < 8
+    assert 0 < len(group.pids()) < 8
+    assert group.kill_all()
+    assert group.pids() == set()
+
+
+def test_removing_a_group_kills_what_runs_in_it(group: cgroups.JobCgroup) -> None:
+    sleeper = start_in(group, "import time\ntime.sleep(600)")
+    deadline = time.monotonic() + 10
+    while sleeper.pid not in group.pids() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sleeper.pid in group.pids()
+    group.remove()
+    assert sleeper.wait(timeout=10) == -9
+    assert not any(f.parent.exists() for f in group.join_files())
+
+
+def test_groups_left_by_a_dead_worker_are_reaped() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    name = f"{job_prefix()}-{dead.pid}-deadbeef"
+    try:
+        stale = cgroups.open_job_cgroup(name, memory_bytes=128 * MIB, pids=8)
+    except cgroups.CgroupUnavailable as why:
+        pytest.skip(f"no per-job cgroups here: {why}")
+    sleeper = start_in(stale, "import time\ntime.sleep(600)")
+    try:
+        while sleeper.pid not in stale.pids():
+            time.sleep(0.02)
+        removed = cgroups.reap_stale()
+        assert {f.parent for f in stale.join_files()} <= set(removed)
+        assert sleeper.wait(timeout=10) == -9
+    finally:
+        sleeper.kill()
+        stale.remove()
+
+
+def test_groups_of_live_workers_are_left_alone(group: cgroups.JobCgroup) -> None:
+    assert f"-{os.getpid()}-" in group.join_files()[0].parent.name
+    assert not {f.parent for f in group.join_files()} & set(cgroups.reap_stale())
+    assert all(f.exists() for f in group.join_files())
