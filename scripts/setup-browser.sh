@@ -49,10 +49,18 @@ wanted_stamp() {
   { cat package.json package-lock.json; printf '%s\n' "${ASSETS[@]}"; } | sha256sum | cut -d' ' -f1
 }
 
+all_copied() {
+  local entry src dst
+  for entry in "${ASSETS[@]}"; do
+    read -r src dst <<<"$entry"
+    [ -e "$VENDOR/$dst" ] || return 1
+  done
+}
+
 assets() {
   local want
   want=$(wanted_stamp)
-  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then return; fi
+  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && all_copied; then return; fi
   command -v npm >/dev/null || apt_install npm
   npm ci --no-audit --no-fund --loglevel=error >/dev/null
   local entry src dst

@@ -47,7 +47,10 @@ def _flat(tensor: torch.Tensor, max_elements: int) -> tuple[list[Any], bool]:
 
 
 def plain_tensor(tensor: torch.Tensor, max_elements: int) -> dict[str, Any]:
-    data, truncated = _flat(tensor, max_elements)
+    if tensor.device.type == "meta":  # no data to read: shape, dtype and device only
+        data, truncated = [], tensor.numel() > 0
+    else:
+        data, truncated = _flat(tensor, max_elements)
     return {
         "kind": "tensor",
         "dtype": dtype_name(tensor.dtype),

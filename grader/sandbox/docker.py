@@ -45,7 +45,8 @@ DEVICE_ENV = "GRADLAB_DEVICE"
 DEFAULT_IMAGE = "gradlab-sandbox:latest"
 
 HARNESS_COMMAND = ("python", "-I", "-B", "/harness/main.py")
-SANDBOX_USER = "10001:10001"  # the image's gradlab-sandbox user, numeric: no passwd lookup
+SANDBOX_USER = "10001:10001"  # a bare uid:gid (the image has no accounts at all)
+SANDBOX_USER_NAME = "learner"  # USER/LOGNAME, for getpass.getuser() without a passwd file
 SANDBOX_HOSTNAME = "gradlab-sandbox"
 SANDBOX_WORKDIR = "/tmp"
 SANDBOX_THREADS = "1"
@@ -369,6 +370,8 @@ def _sandbox_env(device: str) -> dict[str, str]:
     return {
         "HOME": SANDBOX_WORKDIR,
         "TMPDIR": SANDBOX_WORKDIR,
+        "USER": SANDBOX_USER_NAME,
+        "LOGNAME": SANDBOX_USER_NAME,
         "OMP_NUM_THREADS": SANDBOX_THREADS,
         "MKL_NUM_THREADS": SANDBOX_THREADS,
         "OPENBLAS_NUM_THREADS": SANDBOX_THREADS,

@@ -135,6 +135,7 @@ def test_learner_gets_a_diagnosis_then_full_marks_and_the_instructor_sees_it(
     page.goto(f"{live_server.url}/modules/{MODULE}/")
     assert "passed" in page.locator("tr[data-exercise='chain-rule']").inner_text()
     assert "10 / 10" in page.locator("tr[data-exercise='chain-rule']").inner_text()
+    screenshot(page, "04b-learner-module-progress")
 
     # training-loop: the learner's loss curve drawn over the reference curve.
     open_exercise(page, live_server.url, "training-loop")

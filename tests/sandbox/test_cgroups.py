@@ -13,6 +13,8 @@ from sandbox_helpers import job_prefix
 
 from grader.sandbox import cgroups
 
+pytestmark = pytest.mark.sandbox
+
 MIB = 1024 * 1024
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import shutil
 import socket
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -108,23 +110,51 @@ def _host_address() -> str:
             return "127.0.0.1"
 
 
-def test_learner_cannot_read_files_outside_the_sandbox(grader: Grader) -> None:
-    targets = ["/etc/shadow", "/etc/passwd", "/root/.bashrc", str(EXERCISE / "solution.py"),
-               str(ROOT / "platform"), str(ROOT / ".venv"), "/work", "/home"]  # fmt: skip
+@pytest.fixture
+def host_secret() -> Iterator[tuple[Path, str]]:
+    """A world-readable file on the host, in a world-readable folder of the host's /tmp."""
+    token = f"host-only-{secrets.token_hex(8)}"
+    folder = Path(tempfile.mkdtemp(prefix="gradlab-host-secret-"))
+    folder.chmod(0o755)
+    secret = folder / "secret.txt"
+    secret.write_text(token)
+    secret.chmod(0o644)
+    yield secret, token
+    shutil.rmtree(folder)
+
+
+def test_learner_cannot_read_files_outside_the_sandbox(
+    grader: Grader, host_secret: tuple[Path, str]
+) -> None:
+    secret, token = host_secret
+    targets = [str(secret), "/etc/shadow", str(EXERCISE / "solution.py"),
+               str(ROOT / ".venv" / "pyvenv.cfg"), str(ROOT / "grader" / "engine.py")]  # fmt: skip
     report = grader.grade(
         f"""
-        import os
-        readable = []
         for path in {targets!r}:
-            if os.path.exists(path):
-                readable.append(path)
-        print("readable:", readable)
-        open("/etc/shadow").read()
+            try:
+                print(path, "->", open(path).read())
+            except OSError as error:
+                print(path, "->", type(error).__name__)
+        open({str(secret)!r}).read()
         """
     )
-    assert "readable: []" in report.stdout
+    shown = json.dumps(report.to_json())
+    assert token not in shown
+    assert _host_text("/etc/shadow") not in shown
+    assert _host_text(str(EXERCISE / "solution.py")) not in shown
+    for path in targets:
+        assert f"{path} -> FileNotFoundError" in report.stdout or (
+            path == "/etc/shadow" and f"{path} -> PermissionError" in report.stdout
+        ), report.stdout
     assert_failed(report, "FileNotFoundError")
     grader.assert_contained()
+
+
+def _host_text(path: str) -> str:
+    text = Path(path).read_text().strip()
+    assert text
+    return json.dumps(text)[1:-1]  # as it would appear inside the report's JSON
 
 
 def test_learner_cannot_find_the_reference_solution_anywhere(grader: Grader) -> None:

@@ -1,0 +1,3 @@
+import torch
+
+w = torch.zeros(1, requires_grad=True)

@@ -1,0 +1,7 @@
+import torch
+
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = x * 2
+y.retain_grad()
+loss = (y**2).sum()
+loss.backward()
