@@ -3,6 +3,10 @@
 #
 #   bash docker/build-sandbox-image.sh            # builds gradlab-sandbox:latest if outdated
 #   GRADLAB_DOCKER_BASE=python:3.11-slim bash docker/build-sandbox-image.sh   # with a registry
+#   bash docker/build-sandbox-image.sh --cuda     # gradlab-sandbox-cuda:latest for GPU workers
+#
+# --cuda: torch from PyPI (its Linux wheel is the CUDA build, with the nvidia-* wheels,
+# several GB) instead of this machine's CPU wheel; needs PyPI once, then cached.
 #
 # Cached: the image carries a label with the hash of everything it is made of (the
 # Dockerfile, requirements-sandbox.txt, grader/harness/, the base image id, the wheels);
@@ -11,8 +15,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source docker/lib.sh
 
-IMAGE_REPO="${GRADLAB_SANDBOX_REPO:-gradlab-sandbox}"
-WHEELS=docker/wheels/sandbox
+VARIANT=cpu
+[ "${1:-}" = --cuda ] && VARIANT=cuda
+if [ "$VARIANT" = cuda ]; then
+  IMAGE_REPO="${GRADLAB_SANDBOX_REPO:-gradlab-sandbox-cuda}"
+  WHEELS=docker/wheels/sandbox-cuda
+  # No local find-links (this machine's wheel is torch+cpu) and no pip.conf: PyPI only.
+  export PIP_CONFIG_FILE=/dev/null
+  unset PIP_FIND_LINKS
+else
+  IMAGE_REPO="${GRADLAB_SANDBOX_REPO:-gradlab-sandbox}"
+  WHEELS=docker/wheels/sandbox
+fi
 
 [ -f grader/harness/main.py ] || { log "no harness at grader/harness/main.py"; exit 1; }
 docker info >/dev/null 2>&1 || { log "Docker Engine not reachable (scripts/setup-docker.sh)"; exit 1; }
@@ -33,5 +47,6 @@ fi
 # torch's exact version (e.g. 2.13.0+cpu) from the wheel: checked in the build, kept as a label.
 torch_version=$(find "$WHEELS" -name 'torch-*.whl' -printf '%f\n' | head -1 | cut -d- -f2)
 [ -n "$torch_version" ] || { log "no torch wheel in $WHEELS"; exit 1; }
-build_image "$IMAGE_REPO" "$hash" docker/sandbox/Dockerfile --build-arg "TORCH_VERSION=$torch_version"
+build_image "$IMAGE_REPO" "$hash" docker/sandbox/Dockerfile --build-arg "TORCH_VERSION=$torch_version" \
+  --build-arg "WHEELS=$WHEELS"
 echo "$IMAGE_REPO:latest"

@@ -167,9 +167,12 @@ def each_trial(
         count += 1
         if not outcome.passed:
             diagnosis = context_diagnosis(trial, outcome.diagnosis)
-            message = trial.label + outcome.message
-            data = dict(outcome.data) if trial.visible else {"case": trial.index}
-            return Outcome(False, message, diagnosis, data)
+            if trial.visible:
+                return Outcome(False, trial.label + outcome.message, diagnosis, outcome.data)
+            # Values of hidden inputs are never shown: only what kind of mistake it is.
+            title = diagnose.describe(diagnosis).title.lower()
+            message = f"{trial.label}the result is not the expected one ({title})"
+            return Outcome(False, message, diagnosis, {"case": trial.index})
     if reference.kind == "function" and count > 1:
         success = f"{success} (all {count} cases)"
     return passed(success)

@@ -253,7 +253,9 @@ class BubblewrapSandbox:
         args += ["--ro-bind", str(self.harness_dir.resolve()), HARNESS_MOUNT]
         if tools.tmpfs_size:
             args += ["--size", str(limits.tmpfs_mb * MIB)]
-        args += ["--perms", "1777", "--tmpfs", "/tmp"]
+        if tools.perms:
+            args += ["--perms", "1777"]
+        args += ["--tmpfs", "/tmp"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if device == "cuda":
             for node in _nvidia_nodes():
@@ -321,6 +323,7 @@ class _Tools:
     prlimit: str
     disable_userns: bool
     tmpfs_size: bool
+    perms: bool
 
 
 @functools.lru_cache(maxsize=8)
@@ -341,13 +344,14 @@ def _find_tools(bwrap: str) -> _Tools:
     except (OSError, subprocess.SubprocessError) as error:
         raise InfrastructureError(f"cannot run {found[bwrap]}: {error}") from error
     if "--size" not in usage:
-        log.warning("bwrap lacks --size (bubblewrap < 0.5): /tmp is capped by memory only")
+        log.warning("bwrap lacks --size (bubblewrap < 0.7): /tmp is capped by memory only")
     return _Tools(
         bwrap=found[bwrap],
         setpriv=found["setpriv"],
         prlimit=found["prlimit"],
         disable_userns="--disable-userns" in usage,
         tmpfs_size="--size" in usage,
+        perms="--perms" in usage,
     )
 
 

@@ -145,7 +145,7 @@ def rate_limit_check(*, learner: AbstractBaseUser) -> None:
 
 
 def queue_for(exercise: Exercise) -> str:
-    if exercise.device == Exercise.Device.CUDA:
+    if exercise.device == Exercise.Device.CUDA and settings.GRADLAB_GPU_QUEUE_ENABLED:
         return settings.GRADLAB_QUEUE_GPU
     return settings.GRADLAB_QUEUE_CPU
 

@@ -94,17 +94,31 @@ def test_grading_a_submission_that_is_not_queued_does_nothing(alice_learner: Any
     assert graded.attempts == 1 and graded.score == 10.0
 
 
-def test_a_gpu_exercise_goes_to_the_gpu_queue(catalog: Any) -> None:
-    from django.conf import settings
-
+def test_a_gpu_exercise_goes_to_the_gpu_queue_when_gpu_workers_are_enabled(
+    catalog: Any, settings: Any
+) -> None:
     from courses.models import Exercise
     from submissions.services import queue_for
 
+    settings.GRADLAB_GPU_QUEUE_ENABLED = True
     exercise = Exercise.objects.get(slug=E2E_SLUG)
     exercise.device = "cuda"
 
     assert queue_for(exercise) == settings.GRADLAB_QUEUE_GPU
     exercise.device = "cpu"
+    assert queue_for(exercise) == settings.GRADLAB_QUEUE_CPU
+
+
+def test_a_gpu_exercise_is_graded_on_the_cpu_queue_without_gpu_workers(
+    catalog: Any, settings: Any
+) -> None:
+    from courses.models import Exercise
+    from submissions.services import queue_for
+
+    settings.GRADLAB_GPU_QUEUE_ENABLED = False
+    exercise = Exercise.objects.get(slug=E2E_SLUG)
+    exercise.device = "cuda"
+
     assert queue_for(exercise) == settings.GRADLAB_QUEUE_CPU
 
 

@@ -30,6 +30,9 @@ from grader.spec import Package, load_package
 pytestmark = pytest.mark.sandbox
 
 EXERCISE = ROOT / "exercises" / "first-gradient"
+# A generous wall clock keeps the reference well inside its limit on a busy 2-core host;
+# CPU-bound attacks then stop at the (default) CPU time limit instead.
+TEST_LIMITS = "\n[limits]\nwall_seconds = 20\n"
 
 
 @dataclass
@@ -53,9 +56,16 @@ class Grader:
         assert report.score == report.max_score
 
 
+def generous_package() -> Package:
+    files = dict(load_package(EXERCISE).files)
+    assert "[limits]" not in files["exercise.toml"]
+    files["exercise.toml"] += TEST_LIMITS
+    return Package.from_files(files, origin=str(EXERCISE))
+
+
 @pytest.fixture
 def grader(backend: Sandbox, tmp_path: Path) -> Grader:
-    package = load_package(EXERCISE)
+    package = generous_package()
     cache = ReferenceCache(tmp_path / "reference-cache")
     return Grader(backend, package, cache)
 
@@ -260,7 +270,7 @@ def test_an_infinite_loop_fails_with_the_time_limit(grader: Grader) -> None:
             pass
         """
     )
-    assert_failed(report, "time limit of 10 s exceeded")
+    assert_failed(report, "time limit")
     grader.assert_contained()
 
 
@@ -374,7 +384,7 @@ def test_exiting_early_with_os_exit_0_is_a_failed_run(grader: Grader) -> None:
     grader.assert_contained()
 
 
-def test_killing_the_harness_is_a_failed_run(grader: Grader) -> None:
+def test_killing_the_harness_never_forges_a_pass(grader: Grader) -> None:
     report = grader.grade(
         """
         import os, signal
@@ -386,9 +396,13 @@ def test_killing_the_harness_is_a_failed_run(grader: Grader) -> None:
                     pass
         import torch
         x = torch.tensor(5.0, requires_grad=True)
-        y = x**2
+        y = -x**2
         y.backward()
         """
     )
-    assert_failed(report, "stopped without producing a result")
+    assert not report.passed and report.score < report.max_score, report.to_json()
+    if report.status == "failed":  # the harness died: say so
+        assert "stopped without producing a result" in report.message
+    else:  # the harness survived (e.g. as pid 1): the wrong gradient is graded as such
+        assert any(c.diagnosis == "sign-error" for c in report.checks), report.to_json()
     grader.assert_contained()

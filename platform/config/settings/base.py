@@ -143,6 +143,9 @@ CELERY_TIMEZONE = "UTC"
 # override exists so that tests can give their own worker a private queue.
 GRADLAB_QUEUE_CPU = env_str("GRADLAB_QUEUE_CPU", "grading")
 GRADLAB_QUEUE_GPU = env_str("GRADLAB_QUEUE_GPU", "grading-gpu")
+# Send `device = "cuda"` exercises to the GPU queue only where GPU workers consume it;
+# otherwise they are graded on the CPU queue (every course exercise also runs on a CPU).
+GRADLAB_GPU_QUEUE_ENABLED = env_bool("GRADLAB_GPU_QUEUE_ENABLED", False)
 
 # --- Grading ---------------------------------------------------------------------------
 GRADLAB_EXERCISES_DIR = Path(env_str("GRADLAB_EXERCISES_DIR", str(BASE_DIR / "exercises")))

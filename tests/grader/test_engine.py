@@ -1,0 +1,166 @@
+"""Grading end to end through the real sandbox: failure semantics, the reference cache,
+package validation."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from conftest import GradeCode
+from grading_helpers import package_at
+
+from grader.cache import ReferenceCache
+from grader.engine import GradeJob, grade, validate_package
+from grader.protocol import (
+    ExerciseError,
+    InfrastructureError,
+    Report,
+    SandboxRequest,
+    SandboxResult,
+)
+from grader.sandbox import get_backend
+from grader.sandbox.base import Sandbox
+from grader.spec import Package
+
+pytestmark = pytest.mark.sandbox
+
+
+def with_limits(package: Package, limits: str) -> Package:
+    files = dict(package.files)
+    files["exercise.toml"] += f"\n[limits]\n{limits}\n"
+    return Package.from_files(files)
+
+
+@dataclasses.dataclass
+class CountingSandbox:
+    """The real sandbox, counting the jobs it is given (a spy, not a stand-in)."""
+
+    inner: Sandbox
+    jobs: list[str] = dataclasses.field(default_factory=list)
+    name: str = "counting"
+
+    def runtime_key(self, device: str) -> str:
+        return self.inner.runtime_key(device)
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        self.jobs.append(request.job_id)
+        return self.inner.run(request)
+
+
+def test_correct_answer_gets_full_score_and_a_json_round_trippable_report(
+    grade_code: GradeCode,
+) -> None:
+    report = grade_code("first-gradient", package_at("first-gradient").solution)
+    assert (report.status, report.score, report.max_score, report.passed) == (
+        "graded", 10.0, 10.0, True
+    )
+    assert all(c.passed and not c.diagnosis for c in report.checks)
+    assert report.runtime.startswith("bubblewrap torch-")
+    assert "tensor(10.)" in report.stdout
+    assert Report.from_json(report.to_json()).to_json() == report.to_json()
+
+
+def test_wall_clock_timeout_fails_the_run_with_a_clear_message(grade_code: GradeCode) -> None:
+    package = with_limits(package_at("first-gradient"), "wall_seconds = 8")
+    report = grade_code(package, "import time\ntime.sleep(60)\n")
+    assert (report.status, report.score) == ("failed", 0.0)
+    assert report.message == "time limit of 8 s exceeded"
+
+
+def test_memory_exhaustion_fails_the_run_with_a_clear_message(grade_code: GradeCode) -> None:
+    package = with_limits(package_at("first-gradient"), "memory_mb = 512")
+    code = "import torch\nblocks = [torch.ones(256, 1024, 1024) for _ in range(8)]\n"
+    report = grade_code(package, code)
+    assert report.status == "failed"
+    assert report.message == "memory limit of 512 MB exceeded"
+
+
+def test_an_oversized_result_is_an_output_limit_failure(grade_code: GradeCode) -> None:
+    report = grade_code("first-gradient", "y = ['x' * 10_000] * 1000\n")
+    assert report.status == "failed"
+    assert report.message.startswith("output limit exceeded")
+
+
+def test_a_crashing_learner_is_graded_with_the_exception_shown(grade_code: GradeCode) -> None:
+    report = grade_code("first-gradient", "import torch\nx = torch.tensor(5.0)\n1 / 0\n")
+    assert report.status == "graded" and not report.passed
+    assert report.exception is not None
+    assert (report.exception["type"], report.exception["line"]) == ("ZeroDivisionError", 3)
+
+
+def test_a_failing_reference_raises_exercise_error(
+    sandbox: Sandbox, reference_cache: ReferenceCache
+) -> None:
+    files = dict(package_at("first-gradient").files)
+    files["solution.py"] = "import torch\nx = torch.tensor(5.0)\nraise ValueError('broken')\n"
+    package = Package.from_files(files)
+    with pytest.raises(ExerciseError, match="broken"):
+        grade(GradeJob(package=package, code="x = 1\n"), sandbox=sandbox, cache=reference_cache)
+
+
+def test_a_broken_sandbox_raises_infrastructure_error(tmp_path: Path) -> None:
+    sandbox = get_backend("bubblewrap", runtime_dir=tmp_path / "no-runtime")
+    job = GradeJob(package=package_at("first-gradient"), code="x = 1\n")
+    with pytest.raises(InfrastructureError):
+        grade(job, sandbox=sandbox, cache=None)
+
+
+def test_the_reference_runs_once_then_comes_from_the_cache(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    counting = CountingSandbox(sandbox)
+    cache = ReferenceCache(tmp_path)
+    package = package_at("chunked-mean")
+    answer = package.solution
+    for _ in range(2):
+        report = grade(GradeJob(package, answer, seed=5), sandbox=counting, cache=cache)
+        assert report.passed
+    assert len(counting.jobs) == 3  # one reference run, two learner runs
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    grade(GradeJob(package, answer, seed=6), sandbox=counting, cache=cache)
+    assert len(counting.jobs) == 5  # another seed: another reference run
+    assert len(list(tmp_path.glob("*.json"))) == 2
+
+
+def test_hidden_case_values_are_never_shown(grade_code: GradeCode) -> None:
+    code = (
+        "def accumulate(x, chunks):\n"
+        "    scale = chunks if x.numel() == 4 else 1\n"
+        "    for part in x.chunk(chunks):\n"
+        "        ((part**2).mean() / scale).backward()\n"
+    )
+    report = grade_code("chunked-mean", code)
+    (failed,) = [c for c in report.checks if not c.passed]
+    assert "hidden input" in failed.message
+    assert "tensor(" not in failed.message and failed.data["case"] == 1
+    assert "tensor(" not in str(failed.data)
+    assert failed.diagnosis == "unscaled-microbatch-loss"
+
+
+def test_validation_reports_a_wrong_solution_declared_with_another_diagnosis(
+    sandbox: Sandbox, reference_cache: ReferenceCache
+) -> None:
+    files = dict(package_at("vector-square").files)
+    files["exercise.toml"] = files["exercise.toml"].replace(
+        'diagnosis = "scaled-by-n"', 'diagnosis = "sign-error"'
+    )
+    validation = validate_package(
+        Package.from_files(files), sandbox=sandbox, cache=reference_cache
+    )
+    assert not validation.ok
+    (bad,) = [item for item in validation.items if not item.ok]
+    assert (bad.kind, bad.file) == ("wrong", "wrong/mean.py")
+    assert "fails with sign-error" in validation.summary()
+    assert "[scaled-by-n]" in validation.summary()
+
+
+def test_validation_rejects_an_alternative_that_does_not_pass(
+    sandbox: Sandbox, reference_cache: ReferenceCache
+) -> None:
+    files = dict(package_at("vector-square").files)
+    files["alternatives/autograd-grad.py"] = files["wrong/mean.py"]
+    validation = validate_package(
+        Package.from_files(files), sandbox=sandbox, cache=reference_cache
+    )
+    assert [(i.kind, i.ok) for i in validation.items if not i.ok] == [("alternative", False)]

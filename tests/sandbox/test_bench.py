@@ -1,0 +1,35 @@
+"""`python -m grader.bench` prints its figures (it asserts no timing, and neither do we)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from grader import bench
+
+pytestmark = pytest.mark.sandbox
+
+FIGURES = re.compile(r"^(?P<label>.+?)\s+(?P<min>\d+)\s+(?P<median>\d+)\s+(?P<p95>\d+)$")
+
+
+def test_the_benchmark_prints_min_median_and_p95_for_each_measure(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bench.main(["--runs", "2", "--exercise", "first-gradient"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("gradlab grading latency: first-gradient, bubblewrap torch-")
+    rows = {m["label"].strip(): m for m in map(FIGURES.match, lines[2:]) if m}
+    assert set(rows) == {
+        "grade, reference cache cold (2 sandbox runs)",
+        "grade, reference cache warm (1 sandbox run)",
+        "sandbox, empty job, no torch import",
+        "sandbox, real harness, empty submission",
+    }
+    for row in rows.values():
+        assert int(row["min"]) <= int(row["median"]) <= int(row["p95"])
+
+
+def test_p95_is_the_nearest_rank_of_the_sorted_runs() -> None:
+    figures = bench.Figures("x", tuple(float(v) for v in range(1, 21)))
+    assert figures.line().split()[1:] == ["1000", "10500", "19000"]
