@@ -107,8 +107,8 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
     Diagnosis(
         "wrong-type",
         "Wrong kind of value",
-        "This name holds another kind of value than expected (e.g. a float instead of a "
-        "tensor): keep it a tensor.",
+        "This name holds another kind of value than expected, such as a float instead of a "
+        "tensor: keep the kind of value the exercise asks for.",
     ),
     Diagnosis(
         "shape-mismatch",
@@ -119,7 +119,7 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "dtype-mismatch",
         "Wrong dtype",
         "The dtype differs from the expected one: create tensors with the expected dtype "
-        "(e.g. 5.0, not 5).",
+        "(write 5.0 for a float, not 5).",
     ),
     Diagnosis(
         "device-mismatch",

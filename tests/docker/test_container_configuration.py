@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from docker_helpers import request
 
 from grader.protocol import Limits, RunStatus
@@ -26,6 +27,8 @@ ALLOWED_ENV = {
     "OPENBLAS_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "GRADLAB_DEVICE", "USER", "LOGNAME",
 }  # fmt: skip
 SLEEPING_JOB = "import time\ntime.sleep(2)\nx = 1\n"
+
+pytestmark = pytest.mark.docker
 
 
 def inspect_while_running(client: Any, sandbox: DockerSandbox, limits: Limits) -> dict[str, Any]:

@@ -28,6 +28,8 @@ from grader.spec import load_package
 
 EXERCISES = ROOT / "exercises"
 
+pytestmark = pytest.mark.docker
+
 
 def test_get_backend_docker_gives_the_docker_sandbox(sandbox_image: str) -> None:
     backend = get_backend("docker", image=sandbox_image)

@@ -39,4 +39,3 @@ def grade_code(sandbox: Sandbox, reference_cache: ReferenceCache) -> GradeCode:
         )
 
     return run
-

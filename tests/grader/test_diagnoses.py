@@ -48,8 +48,11 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
     (
         "graph-broken",
         "vector-square",
-        HEADER + VECTOR + "y = x.detach() * 2\ny.requires_grad_()\ny.retain_grad()\n"
-        + SUM + "loss.backward()\n",
+        HEADER
+        + VECTOR
+        + "y = x.detach() * 2\ny.requires_grad_()\ny.retain_grad()\n"
+        + SUM
+        + "loss.backward()\n",
         "graph-broken",
     ),
     (
@@ -122,8 +125,11 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
     (
         "shape-mismatch",
         "vector-square",
-        HEADER + "x = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)\n"
-        + RETAIN + SUM + "loss.backward()\n",
+        HEADER
+        + "x = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)\n"
+        + RETAIN
+        + SUM
+        + "loss.backward()\n",
         {"x.grad": "shape-mismatch", "y.grad": "shape-mismatch"},
     ),
     (
@@ -136,8 +142,11 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
     (
         "device-mismatch",
         "vector-square",
-        HEADER + "x = torch.tensor([1.0, 2.0, 3.0], device='meta', requires_grad=True)\n"
-        + RETAIN + SUM + "loss.backward()\n",
+        HEADER
+        + "x = torch.tensor([1.0, 2.0, 3.0], device='meta', requires_grad=True)\n"
+        + RETAIN
+        + SUM
+        + "loss.backward()\n",
         "device-mismatch",
     ),
     (
@@ -149,8 +158,11 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
     (
         "wrong-value",
         "vector-square",
-        HEADER + "x = torch.tensor([1.0, 2.0, 4.0], requires_grad=True)\n"
-        + RETAIN + SUM + "loss.backward()\n",
+        HEADER
+        + "x = torch.tensor([1.0, 2.0, 4.0], requires_grad=True)\n"
+        + RETAIN
+        + SUM
+        + "loss.backward()\n",
         "wrong-value",
     ),
 ]

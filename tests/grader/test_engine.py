@@ -53,7 +53,10 @@ def test_correct_answer_gets_full_score_and_a_json_round_trippable_report(
 ) -> None:
     report = grade_code("first-gradient", package_at("first-gradient").solution)
     assert (report.status, report.score, report.max_score, report.passed) == (
-        "graded", 10.0, 10.0, True
+        "graded",
+        10.0,
+        10.0,
+        True,
     )
     assert all(c.passed and not c.diagnosis for c in report.checks)
     assert report.runtime.startswith("bubblewrap torch-")
@@ -145,9 +148,7 @@ def test_validation_reports_a_wrong_solution_declared_with_another_diagnosis(
     files["exercise.toml"] = files["exercise.toml"].replace(
         'diagnosis = "scaled-by-n"', 'diagnosis = "sign-error"'
     )
-    validation = validate_package(
-        Package.from_files(files), sandbox=sandbox, cache=reference_cache
-    )
+    validation = validate_package(Package.from_files(files), sandbox=sandbox, cache=reference_cache)
     assert not validation.ok
     (bad,) = [item for item in validation.items if not item.ok]
     assert (bad.kind, bad.file) == ("wrong", "wrong/mean.py")
@@ -160,7 +161,5 @@ def test_validation_rejects_an_alternative_that_does_not_pass(
 ) -> None:
     files = dict(package_at("vector-square").files)
     files["alternatives/autograd-grad.py"] = files["wrong/mean.py"]
-    validation = validate_package(
-        Package.from_files(files), sandbox=sandbox, cache=reference_cache
-    )
+    validation = validate_package(Package.from_files(files), sandbox=sandbox, cache=reference_cache)
     assert [(i.kind, i.ok) for i in validation.items if not i.ok] == [("alternative", False)]

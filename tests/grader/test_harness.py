@@ -57,7 +57,11 @@ print("hello")
     w = capture.variables["w"]
     assert isinstance(w, TensorValue)
     assert (w.dtype, w.shape, w.requires_grad, w.is_leaf, w.grad_fn) == (
-        "float32", (2,), True, True, None
+        "float32",
+        (2,),
+        True,
+        True,
+        None,
     )
     assert w.grad is not None and w.grad.data == pytest.approx((2.0 + 3.0, -4.0 + 3.0))
     y = capture.variables["y"]

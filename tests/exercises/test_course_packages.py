@@ -1,0 +1,47 @@
+"""Every course package in exercises/, validated through the real sandbox: the reference
+passes every check, the starter runs, each known wrong solution fails with the diagnosis
+it declares, each alternative passes. The reference cache is shared by the session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.cache import ReferenceCache
+from grader.engine import validate_package
+from grader.sandbox import get_backend
+from grader.sandbox.base import Sandbox
+from grader.spec import load_module, load_package, package_dirs
+
+EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
+PACKAGES = package_dirs(EXERCISES)
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Sandbox:
+    return get_backend("bubblewrap")
+
+
+@pytest.fixture(scope="session")
+def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> ReferenceCache:
+    return ReferenceCache(tmp_path_factory.mktemp("course-reference-cache"))
+
+
+def test_every_package_is_listed_in_the_module() -> None:
+    listed = set(load_module(EXERCISES).exercises)
+    assert {path.name for path in PACKAGES} <= listed
+
+
+@pytest.mark.parametrize("path", PACKAGES, ids=[path.name for path in PACKAGES])
+def test_course_package_behaves_as_declared(
+    path: Path, sandbox: Sandbox, reference_cache: ReferenceCache
+) -> None:
+    package = load_package(path)
+    validation = validate_package(package, sandbox=sandbox, cache=reference_cache)
+    assert validation.ok, validation.summary()
+    kinds = [item.kind for item in validation.items]
+    assert kinds.count("wrong") == len(package.manifest.wrong) >= 1
+    assert kinds.count("alternative") == len(package.manifest.alternatives)

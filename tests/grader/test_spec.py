@@ -1,0 +1,130 @@
+"""Exercise packages: parsing, strict validation with errors naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from grading_helpers import REPO, package_at
+
+from grader.spec import Package, PackageError, load_module, load_package, package_hash
+
+
+def files_with(manifest_edit: tuple[str, str] | None = None, **extra: str) -> dict[str, str]:
+    files = dict(package_at("first-gradient").files)
+    if manifest_edit:
+        old, new = manifest_edit
+        assert old in files["exercise.toml"]
+        files["exercise.toml"] = files["exercise.toml"].replace(old, new, 1)
+    files.update(extra)
+    return files
+
+
+def test_first_gradient_loads_into_a_typed_manifest() -> None:
+    package = load_package(REPO / "exercises" / "first-gradient")
+    manifest = package.manifest
+    assert (package.slug, manifest.kind, manifest.names) == ("first-gradient", "script", ("x", "y"))
+    assert manifest.points == sum(check.points for check in manifest.checks)
+    assert {w.diagnosis for w in manifest.wrong} >= {"graph-broken", "hard-coded"}
+    assert manifest.limits.wall_seconds == 10
+
+
+def test_content_hash_is_stable_and_changes_with_any_file() -> None:
+    files = files_with()
+    assert Package.from_files(files).content_hash == package_hash(files)
+    changed = files_with(**{"statement.md": files["statement.md"] + "\n"})
+    assert Package.from_files(changed).content_hash != package_hash(files)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("points = 10", "points = 11"), "points: is 11 but the checks' points sum to 10"),
+        (('type = "grad"', 'type = "gradient"'), "checks[0].type: 'gradient' is not one of"),
+        (("points = 5", "points = -5"), "checks[0].points: must be a positive integer"),
+        (('target = "x"', 'target = "z"'), "checks[0].target: 'z' is not listed in names"),
+        (('kind = "script"', 'kind = "quiz"'), "kind: must be one of"),
+        (('diagnosis = "graph-broken"', 'diagnosis = "typo"'), "wrong[0].diagnosis: 'typo'"),
+        (('title = "Your first gradient"', 'title = "T"\ncolour = "red"'), "colour: unknown field"),
+        (('type = "grad"', 'type = "grad"\ntolerance = 1'), "checks[0].tolerance: unknown field"),
+        (
+            ('type = "grad"', 'type = "grad"\nrtol = "tight"'),
+            "checks[0].rtol: must be a non-negative",
+        ),
+        (('slug = "first-gradient"', 'slug = "First Gradient"'), "slug:"),
+    ],
+)
+def test_malformed_manifest_names_the_file_and_the_field(
+    edit: tuple[str, str], message: str
+) -> None:
+    with pytest.raises(PackageError) as error:
+        Package.from_files(files_with(edit), origin="exercises/first-gradient")
+    assert str(error.value).startswith("exercises/first-gradient/exercise.toml: ")
+    assert message in str(error.value)
+
+
+def test_a_declared_wrong_file_must_exist() -> None:
+    files = files_with()
+    del files["wrong/hard-coded.py"]
+    with pytest.raises(PackageError, match=r"wrong\[\d\]\.file: 'wrong/hard-coded.py' is not in"):
+        Package.from_files(files)
+
+
+def test_missing_required_files_and_syntax_errors_are_named() -> None:
+    files = files_with()
+    del files["solution.py"]
+    with pytest.raises(PackageError, match="solution.py: file missing"):
+        Package.from_files(files, origin="pkg")
+    with pytest.raises(PackageError, match=r"starter.py: line 1: syntax error"):
+        Package.from_files(files_with(**{"starter.py": "def (:\n"}), origin="pkg")
+
+
+def test_invalid_toml_is_a_package_error() -> None:
+    with pytest.raises(PackageError, match="exercise.toml: invalid TOML"):
+        Package.from_files(files_with(**{"exercise.toml": "slug = \n"}))
+
+
+def test_function_exercises_need_entry_trials_and_cases() -> None:
+    files = dict(package_at("chunked-mean").files)
+    del files["cases.py"]
+    with pytest.raises(PackageError, match="cases.py: file missing"):
+        Package.from_files(files)
+    files = dict(package_at("chunked-mean").files)
+    files["exercise.toml"] = files["exercise.toml"].replace("trials = 4", "trials = 0")
+    with pytest.raises(PackageError, match="trials: must be a positive integer"):
+        Package.from_files(files)
+
+
+def test_folder_name_must_equal_the_slug(tmp_path: Path) -> None:
+    folder = tmp_path / "renamed"
+    for name, text in files_with().items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    with pytest.raises(PackageError, match="slug: must equal the folder name 'renamed'"):
+        load_package(folder)
+
+
+def test_non_utf8_file_is_rejected(tmp_path: Path) -> None:
+    folder = tmp_path / "first-gradient"
+    for name, text in files_with().items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    (folder / "statement.md").write_bytes(b"\xff\xfe")
+    with pytest.raises(PackageError, match="statement.md: not UTF-8"):
+        load_package(folder)
+
+
+def test_module_manifest_lists_the_course_in_order() -> None:
+    module = load_module(REPO / "exercises")
+    assert module.exercises[0] == "first-gradient"
+    assert len(module.exercises) == 18
+
+
+def test_limits_are_validated() -> None:
+    files = files_with(**{})
+    files["exercise.toml"] += "\n[limits]\nwall_seconds = 0\n"
+    with pytest.raises(PackageError, match="limits.wall_seconds: must be a positive"):
+        Package.from_files(files)
+    files = files_with()
+    files["exercise.toml"] += "\n[limits]\nmemory_mb = 256\n"
+    assert Package.from_files(files).manifest.limits.memory_mb == 256
