@@ -16,6 +16,7 @@ WHEELS=docker/wheels/platform
 VENDOR=platform/web/static/web/vendor
 
 docker info >/dev/null 2>&1 || { log "Docker Engine not reachable (scripts/setup-docker.sh)"; exit 1; }
+build_lock "$IMAGE_REPO"
 if [ ! -f "$VENDOR/.stamp" ]; then
   log "front-end assets missing: running scripts/setup-browser.sh --assets-only"
   bash scripts/setup-browser.sh --assets-only >&2

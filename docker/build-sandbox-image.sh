@@ -30,6 +30,7 @@ fi
 
 [ -f grader/harness/main.py ] || { log "no harness at grader/harness/main.py"; exit 1; }
 docker info >/dev/null 2>&1 || { log "Docker Engine not reachable (scripts/setup-docker.sh)"; exit 1; }
+build_lock "$IMAGE_REPO"
 
 ensure_debian_base
 download_wheels "$WHEELS" requirements-sandbox.txt

@@ -16,6 +16,14 @@ DEBIAN_BASE_PACKAGES="python3,python3-venv,ca-certificates"
 
 log() { echo "[gradlab-docker] $*" >&2; }
 
+build_lock() {
+  # build_lock <name>: one build of an image at a time on this machine (tests, setup and
+  # people may start the same build together); held until the script exits.
+  mkdir -p "$GRADLAB_BUILD_CACHE"
+  exec 9>"$GRADLAB_BUILD_CACHE/$1.lock"
+  flock 9
+}
+
 debian_mirror() {
   # The mirror apt already uses (deb822 or one-line sources), else the default.
   local uri
@@ -26,33 +34,36 @@ debian_mirror() {
 
 ensure_debian_base() {
   # Builds the debootstrap base image once; a no-op when the image exists or when
-  # GRADLAB_DOCKER_BASE points at a registry image.
+  # GRADLAB_DOCKER_BASE points at a registry image. Locked: builds may run together.
   [ "$GRADLAB_DOCKER_BASE" = "$GRADLAB_DEBIAN_BASE" ] || return 0
-  if docker image inspect "$GRADLAB_DEBIAN_BASE" >/dev/null 2>&1; then return 0; fi
-  command -v debootstrap >/dev/null || {
-    log "debootstrap is missing (apt-get install debootstrap), or set GRADLAB_DOCKER_BASE"
-    return 1
-  }
-  local root
-  root=$(mktemp -d /var/tmp/gradlab-rootfs.XXXXXX)
-  log "debootstrap bookworm into $root from $(debian_mirror) (about a minute)"
-  debootstrap --variant=minbase --include="$DEBIAN_BASE_PACKAGES" bookworm "$root" \
-    "$(debian_mirror)" >"$root.log" 2>&1 || {
-    tail -20 "$root.log" >&2
-    rm -rf "$root"
-    return 1
-  }
-  # Trim what a runtime image never needs (apt lists, docs, man pages, locales).
-  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/usr/share/doc/* \
-    "$root"/usr/share/man/* "$root"/usr/share/info/*
-  find "$root/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' \
-    -exec rm -rf {} + 2>/dev/null || true
-  tar -C "$root" -c . | docker import \
-    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'ENV LANG=C.UTF-8' --change 'CMD ["/bin/bash"]' \
-    - "$GRADLAB_DEBIAN_BASE" >/dev/null
-  rm -rf "$root" "$root.log"
-  log "imported $GRADLAB_DEBIAN_BASE"
+  mkdir -p "$GRADLAB_BUILD_CACHE"
+  (
+    flock 8
+    docker image inspect "$GRADLAB_DEBIAN_BASE" >/dev/null 2>&1 && exit 0
+    command -v debootstrap >/dev/null || {
+      log "debootstrap is missing (apt-get install debootstrap), or set GRADLAB_DOCKER_BASE"
+      exit 1
+    }
+    root=$(mktemp -d /var/tmp/gradlab-rootfs.XXXXXX)
+    log "debootstrap bookworm into $root from $(debian_mirror) (about a minute)"
+    if ! debootstrap --variant=minbase --include="$DEBIAN_BASE_PACKAGES" bookworm "$root" \
+      "$(debian_mirror)" >"$root.log" 2>&1; then
+      tail -20 "$root.log" >&2
+      rm -rf "$root" "$root.log"
+      exit 1
+    fi
+    # Trim what a runtime image never needs (apt lists, docs, man pages, locales).
+    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/usr/share/doc/* \
+      "$root"/usr/share/man/* "$root"/usr/share/info/*
+    find "$root/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' \
+      -exec rm -rf {} + 2>/dev/null || true
+    tar -C "$root" -c . | docker import \
+      --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+      --change 'ENV LANG=C.UTF-8' --change 'CMD ["/bin/bash"]' \
+      - "$GRADLAB_DEBIAN_BASE" >/dev/null
+    rm -rf "$root" "$root.log"
+    log "imported $GRADLAB_DEBIAN_BASE"
+  ) 8>"$GRADLAB_BUILD_CACHE/debian-base.lock"
 }
 
 base_image_id() {

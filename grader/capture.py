@@ -393,11 +393,12 @@ def _tensor(obj: Mapping[str, Any], where: str, depth: int) -> TensorValue:
     shape = _shape(obj.get("shape"), f"{where}.shape")
     truncated = _bool(obj.get("truncated", False), f"{where}.truncated")
     grad = obj.get("grad")
-    grad_value = None
+    grad_value: TensorValue | None = None
     if grad is not None:
-        grad_value = value(grad, f"{where}.grad", depth + 1)
-        if not isinstance(grad_value, TensorValue):
+        decoded = value(grad, f"{where}.grad", depth + 1)
+        if not isinstance(decoded, TensorValue):
             raise CaptureError(f"{where}.grad: must be a tensor or null")
+        grad_value = decoded
     grad_fn = obj.get("grad_fn")
     return TensorValue(
         dtype=dtype,

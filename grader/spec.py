@@ -370,7 +370,7 @@ def _check(
 ) -> CheckSpec:
     name = _text(item, "name", where, prefix=here)
     ctype = item.get("type")
-    if ctype not in CHECK_TYPES:
+    if not isinstance(ctype, str) or ctype not in CHECK_TYPES:
         raise PackageError(
             f"{where}: {here}.type: {ctype!r} is not one of {', '.join(sorted(CHECK_TYPES))}"
         )

@@ -161,14 +161,22 @@ def each_trial(
     success: str,
 ) -> Outcome:
     """Runs `check` on every trial; the first failure (with the trial's label) wins."""
+    undefined = [name for name, ok in learner.defined.items() if not ok]
+    if reference.kind == "function" and undefined and learner.exception is None:
+        return failed(f"{undefined[0]} is not defined", "missing-name")
     count = 0
     for trial in trials(learner, reference):
         outcome = check(trial)
         count += 1
         if not outcome.passed:
             diagnosis = context_diagnosis(trial, outcome.diagnosis)
+            message = outcome.message
+            error = trial.learner_exception
+            if diagnosis != outcome.diagnosis and error is not None:
+                where = f" at line {error.line}" if error.line else ""
+                message += f" (your code stopped{where} with {error.type}: {error.message})"
             if trial.visible:
-                return Outcome(False, trial.label + outcome.message, diagnosis, outcome.data)
+                return Outcome(False, trial.label + message, diagnosis, outcome.data)
             # Values of hidden inputs are never shown: only what kind of mistake it is.
             title = diagnose.describe(diagnosis).title.lower()
             message = f"{trial.label}the result is not the expected one ({title})"

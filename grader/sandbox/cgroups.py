@@ -36,7 +36,8 @@ class CgroupUnavailable(Exception):
 class JobCgroup(Protocol):
     """One job's control group(s)."""
 
-    version: str
+    @property
+    def version(self) -> str: ...
 
     def join_files(self) -> tuple[Path, ...]:
         """The `cgroup.procs` files a process writes its own pid into to join the job."""

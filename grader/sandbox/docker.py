@@ -174,7 +174,7 @@ class DockerSandbox:
                 f"the sandbox image {self.image} is missing: build it with "
                 "docker/build-sandbox-image.sh"
             ) from None
-        except docker.errors.DockerException as error:
+        except _engine_errors() as error:
             raise InfrastructureError(f"Docker Engine error: {error}") from error
 
     def _device(self, device: str) -> str:
@@ -239,32 +239,28 @@ class DockerSandbox:
         return options
 
     def _create(self, image_id: str, request: SandboxRequest, device: str) -> Any:
-        import docker.errors
-
         try:
             created = self.client.api.create_container(
                 **self.container_config(image_id, request, device)
             )
             return self.client.containers.get(created["Id"])
-        except docker.errors.DockerException as error:
+        except _engine_errors() as error:
             raise InfrastructureError(f"cannot create the sandbox container: {error}") from error
 
     def _exchange(self, container: Any, request: SandboxRequest) -> tuple[_Output, float]:
-        import docker.errors
-
         limits = request.limits
         try:
             stream = self.client.api.attach_socket(
                 container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
-        except docker.errors.DockerException as error:
+        except _engine_errors() as error:
             raise InfrastructureError(f"cannot attach to the sandbox: {error}") from error
         sock: socket.socket = getattr(stream, "_sock", stream)
         try:
             started = time.monotonic()
             try:
                 container.start()
-            except docker.errors.DockerException as error:
+            except _engine_errors() as error:
                 raise InfrastructureError(f"cannot start the sandbox: {error}") from error
             _send(sock, request.stdin)
             output = _collect(
@@ -285,7 +281,7 @@ class DockerSandbox:
         try:
             container.wait(timeout=KILL_WAIT_S if killed else ENGINE_TIMEOUT_S)
             container.reload()
-        except Exception as error:  # requests' timeouts are not DockerExceptions
+        except _engine_errors() as error:
             _kill(container)
             raise InfrastructureError(f"the sandbox container did not stop: {error}") from error
         state = container.attrs.get("State", {})
@@ -323,7 +319,7 @@ def reap_expired(client: Any = None, *, now: float | None = None) -> list[str]:
         containers = client.containers.list(
             all=True, filters={"label": f"{LABEL_ROLE}={ROLE_SANDBOX}"}
         )
-    except docker.errors.DockerException as error:
+    except _engine_errors() as error:
         raise InfrastructureError(f"cannot list sandbox containers: {error}") from error
     for container in containers:
         deadline = _deadline(container.labels)
@@ -348,6 +344,15 @@ def _deadline(labels: Mapping[str, str]) -> float:
         return 0.0
 
 
+def _engine_errors() -> tuple[type[Exception], ...]:
+    """What a failing Engine call raises: the SDK's errors, and requests' own (a daemon
+    that died mid-call, a read timeout), which the SDK does not wrap."""
+    import docker.errors
+    import requests  # type: ignore[import-untyped]
+
+    return (docker.errors.DockerException, requests.RequestException)
+
+
 def _connect(base_url: str | None) -> Any:
     try:
         import docker
@@ -361,7 +366,7 @@ def _connect(base_url: str | None) -> Any:
                 base_url=base_url, version="auto", timeout=ENGINE_TIMEOUT_S
             )
         return docker.from_env(version="auto", timeout=ENGINE_TIMEOUT_S)  # type: ignore[attr-defined]
-    except docker.errors.DockerException as error:
+    except _engine_errors() as error:
         raise InfrastructureError(f"the Docker Engine is not reachable: {error}") from error
 
 
@@ -441,9 +446,7 @@ def _demux(pending: bytes, out: bytearray, err: bytearray) -> bytes:
 
 
 def _kill(container: Any) -> None:
-    import docker.errors
-
-    with contextlib.suppress(docker.errors.DockerException):
+    with contextlib.suppress(*_engine_errors()):  # e.g. it exited meanwhile
         container.kill()
 
 
@@ -454,7 +457,7 @@ def _remove(container: Any) -> None:
         container.remove(force=True)
     except docker.errors.NotFound:
         pass
-    except docker.errors.DockerException as error:
+    except _engine_errors() as error:
         log.error("cannot remove sandbox container %s (the janitor will): %s", container.id, error)
 
 

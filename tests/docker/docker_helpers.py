@@ -30,7 +30,7 @@ def engine_client() -> Any:
     try:
         import docker
 
-        client = docker.from_env(version="auto", timeout=60)
+        client = docker.from_env(version="auto", timeout=60)  # type: ignore[attr-defined]
         client.ping()
     except Exception as error:  # ImportError, DockerException, requests' errors
         unavailable(f"the Docker Engine is not reachable ({error}): run scripts/setup-docker.sh")

@@ -21,8 +21,8 @@ from typing import Any
 import psycopg
 import pytest
 import redis
-import requests
-import yaml
+import requests  # type: ignore[import-untyped]
+import yaml  # type: ignore[import-untyped]
 from docker_helpers import ROOT, unavailable
 
 from grader.sandbox.docker import LABEL_ROLE, ROLE_SANDBOX
@@ -238,3 +238,10 @@ def test_a_submission_through_the_api_is_graded_in_a_sandbox_container_by_the_co
     assert runtime_of(stack, right["id"]).startswith("docker ")
     # the reference run and the two learner runs, each in a container of its own
     assert sandbox_containers_created(docker_client, started) >= 3
+    # the compose health checks are real commands that pass on a healthy stack
+    stack.run("exec", "-T", "worker", "/app/docker-entrypoint.sh", "health-worker")
+    web_health = subprocess.run(
+        ["docker", "exec", f"{stack.name}_web", "/app/docker-entrypoint.sh", "health-web"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert web_health.returncode == 0, web_health.stderr

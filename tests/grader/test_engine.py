@@ -163,3 +163,29 @@ def test_validation_rejects_an_alternative_that_does_not_pass(
     files["alternatives/autograd-grad.py"] = files["wrong/mean.py"]
     validation = validate_package(Package.from_files(files), sandbox=sandbox, cache=reference_cache)
     assert [(i.kind, i.ok) for i in validation.items if not i.ok] == [("alternative", False)]
+
+
+def test_a_function_exercise_without_its_entry_is_missing_name(grade_code: GradeCode) -> None:
+    report = grade_code("chunked-mean", "def other(x, chunks):\n    pass\n")
+    assert report.status == "graded" and report.score == 0
+    assert {c.diagnosis for c in report.checks} == {"missing-name"}
+    assert all(c.message == "accumulate is not defined" for c in report.checks)
+
+
+def test_a_syntax_error_is_reported_with_its_line(grade_code: GradeCode) -> None:
+    report = grade_code("first-gradient", "import torch\nx = torch.tensor(5.0\n")
+    assert report.exception is not None
+    assert (report.exception["type"], report.exception["line"]) == ("SyntaxError", 2)
+    grad = report.checks[0]
+    assert grad.diagnosis == "crashed" and "line 2 with SyntaxError" in grad.message
+
+
+def test_loss_curve_exercises_report_both_curves(grade_code: GradeCode) -> None:
+    solution = package_at("tiny-training").solution
+    report = grade_code("tiny-training", solution.replace("lr=0.05", "lr=0.02"))
+    assert report.passed, report.to_json()
+    assert report.curves is not None
+    mine, theirs = report.curves["learner"], report.curves["reference"]
+    assert len(mine) == len(theirs) == 20
+    assert mine[0] == theirs[0] and mine[-1] > theirs[-1]  # a slower rate, same start
+    assert report.stdout.startswith("step 0: loss ")

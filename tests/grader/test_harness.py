@@ -207,3 +207,11 @@ def test_reference_envelope_holds_no_learner_code_and_the_seed_only_for_function
     function = reference_envelope(package_at("chunked-mean"), 99)
     assert (function["seed"], function["trials"], function["mode"]) == (99, 4, "reference")
     assert set(function["files"]) == {"submission.py", "cases.py"}
+
+
+def test_a_large_job_envelope_is_read_intact(sandbox: Sandbox) -> None:
+    padding = "# " + "p" * 98 + "\n"
+    code = padding * 3000 + "ok = True\n"  # 300 kB: several pipe buffers
+    capture = run_script(sandbox, code, ["ok"])
+    assert capture.exception is None
+    assert capture.variables["ok"].value is True  # type: ignore[union-attr]

@@ -73,21 +73,21 @@ def test_a_declared_wrong_file_must_exist() -> None:
 def test_missing_required_files_and_syntax_errors_are_named() -> None:
     files = files_with()
     del files["solution.py"]
-    with pytest.raises(PackageError, match="solution.py: file missing"):
+    with pytest.raises(PackageError, match=r"solution\.py: file missing"):
         Package.from_files(files, origin="pkg")
     with pytest.raises(PackageError, match=r"starter.py: line 1: syntax error"):
         Package.from_files(files_with(**{"starter.py": "def (:\n"}), origin="pkg")
 
 
 def test_invalid_toml_is_a_package_error() -> None:
-    with pytest.raises(PackageError, match="exercise.toml: invalid TOML"):
+    with pytest.raises(PackageError, match=r"exercise\.toml: invalid TOML"):
         Package.from_files(files_with(**{"exercise.toml": "slug = \n"}))
 
 
 def test_function_exercises_need_entry_trials_and_cases() -> None:
     files = dict(package_at("chunked-mean").files)
     del files["cases.py"]
-    with pytest.raises(PackageError, match="cases.py: file missing"):
+    with pytest.raises(PackageError, match=r"cases\.py: file missing"):
         Package.from_files(files)
     files = dict(package_at("chunked-mean").files)
     files["exercise.toml"] = files["exercise.toml"].replace("trials = 4", "trials = 0")
@@ -110,7 +110,7 @@ def test_non_utf8_file_is_rejected(tmp_path: Path) -> None:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     (folder / "statement.md").write_bytes(b"\xff\xfe")
-    with pytest.raises(PackageError, match="statement.md: not UTF-8"):
+    with pytest.raises(PackageError, match=r"statement\.md: not UTF-8"):
         load_package(folder)
 
 
@@ -123,7 +123,7 @@ def test_module_manifest_lists_the_course_in_order() -> None:
 def test_limits_are_validated() -> None:
     files = files_with(**{})
     files["exercise.toml"] += "\n[limits]\nwall_seconds = 0\n"
-    with pytest.raises(PackageError, match="limits.wall_seconds: must be a positive"):
+    with pytest.raises(PackageError, match=r"limits\.wall_seconds: must be a positive"):
         Package.from_files(files)
     files = files_with()
     files["exercise.toml"] += "\n[limits]\nmemory_mb = 256\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import shutil
@@ -15,6 +16,7 @@ from grader.protocol import SandboxResult
 ROOT = Path(__file__).resolve().parents[2]
 RAW_HARNESS = Path(__file__).resolve().parent / "raw_harness"
 LEFTOVER_GRACE_S = 5.0
+DOCKER_INFO_TIMEOUT_S = 90  # a busy 2-core host can be slow to answer
 REQUIRE_DOCKER_ENV = "GRADLAB_REQUIRE_DOCKER"
 # grader.sandbox.docker's labels
 DOCKER_ROLE_LABEL = "org.gradlab.role=sandbox-job"
@@ -92,12 +94,15 @@ def assert_no_leftovers(prefix: str) -> None:
     assert not left, f"left behind by jobs {prefix}-*: {left}"
 
 
+@functools.cache
 def docker_unavailable_reason() -> str | None:
-    """Why the Docker backend cannot run here, or None when it can."""
+    """Why the Docker backend cannot run here, or None when it can (asked once)."""
     if shutil.which("docker") is None:
         return "the docker CLI is not installed"
     try:
-        info = subprocess.run(["docker", "info"], capture_output=True, timeout=20)
+        info = subprocess.run(
+            ["docker", "info"], capture_output=True, timeout=DOCKER_INFO_TIMEOUT_S
+        )
     except (OSError, subprocess.SubprocessError) as error:
         return f"docker info failed: {error}"
     if info.returncode != 0:
