@@ -4,7 +4,8 @@
 
 Measures, through the real sandbox:
   - grading one correct submission with the reference cache empty every run (cold: the
-    reference runs too), and with it warm (only the learner's run);
+    reference runs too), with it warm (only the learner's run), and (bubblewrap) with a
+    warm spare sandbox that imported torch before the submission arrived;
   - the sandbox alone: start-to-exit of an empty job, without torch (a harness that only
     reads its stdin) and with the real harness on an empty submission (imports torch).
 """
@@ -29,12 +30,14 @@ from grader.engine import GradeJob, grade
 from grader.protocol import Limits, RunStatus, SandboxRequest
 from grader.sandbox import get_backend
 from grader.sandbox.base import Sandbox
+from grader.sandbox.bubblewrap import BubblewrapSandbox
 from grader.spec import Package, load_package
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
 PREFERRED_EXERCISES = ("chain-rule", "first-gradient")
 DEFAULT_RUNS = 20
+WARM_UP_S = 120.0  # at most, for a warm sandbox to import torch on a busy host
 # A harness that reads the job and exits: what the sandbox costs without Python's imports.
 EMPTY_HARNESS = "import sys\nsys.stdin.buffer.read()\n"
 
@@ -101,6 +104,8 @@ def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iter
 
         yield Figures("grade, reference cache cold (2 sandbox runs)", _times(cold, runs))
         yield Figures("grade, reference cache warm (1 sandbox run)", _times(warm, runs))
+        if sandbox.name == "bubblewrap":
+            yield _warm_sandbox_figures(package, code, warm_cache, runs, device)
     if sandbox.name == "bubblewrap":  # other backends bake their harness into the image
         with _empty_harness() as harness:
             empty = get_backend("bubblewrap", harness_dir=harness)
@@ -108,6 +113,28 @@ def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iter
             yield Figures("sandbox, empty job, no torch import", _times(job, runs))
     submission = _empty_submission(sandbox, package, device)
     yield Figures("sandbox, real harness, empty submission", _times(submission, runs))
+
+
+def _warm_sandbox_figures(
+    package: Package, code: str, cache: ReferenceCache, runs: int, device: str
+) -> Figures:
+    """Warm bubblewrap sandboxes (torch imported before the job arrives), each job given
+    the time to have its spare ready, as when submissions do not arrive back to back."""
+    warm = BubblewrapSandbox(warm=True)
+    try:
+        _grade_ok(package, code, warm, cache, device)  # the first one starts cold
+
+        def ready() -> None:
+            if not warm.wait_until_warm(WARM_UP_S):
+                raise SystemExit("the warm sandbox did not become ready")
+
+        def graded() -> None:
+            _grade_ok(package, code, warm, cache, device)
+
+        seconds = _times(graded, runs, prepare=ready)
+    finally:
+        warm.close()
+    return Figures("grade, cache warm, sandbox warm (spare ready)", seconds)
 
 
 def _grade_ok(
@@ -156,9 +183,13 @@ def _run_ok(sandbox: Sandbox, stdin: bytes, device: str) -> None:
         raise SystemExit(f"an empty job failed: {result.status.value} {result.message}")
 
 
-def _times(action: Callable[[], None], runs: int) -> tuple[float, ...]:
+def _times(
+    action: Callable[[], None], runs: int, prepare: Callable[[], None] | None = None
+) -> tuple[float, ...]:
     seconds = []
     for _ in range(runs):
+        if prepare is not None:
+            prepare()  # not timed
         started = time.perf_counter()
         action()
         seconds.append(time.perf_counter() - started)

@@ -175,6 +175,7 @@ class Case:
     backward_calls: tuple[BackwardCall, ...]
     stdout: str
     input: Mapping[str, Any] | None = None  # reference captures only: the encoded case
+    stdout_truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,14 @@ class Capture:
     defined: Mapping[str, bool] = field(default_factory=dict)
     cases: tuple[Case, ...] = ()
     stderr: str = ""
+    stderr_truncated: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def output_truncated(self) -> bool:
+        """Did the code print more than the output cap (stdout, stderr or a case's)?"""
+        cases = any(case.stdout_truncated for case in self.cases)
+        return self.stdout_truncated or self.stderr_truncated or cases
 
     @property
     def successful_calls(self) -> tuple[BackwardCall, ...]:
@@ -260,6 +268,7 @@ def _capture(raw: Any) -> Capture:
         defined=MappingProxyType({_str(k, "defined"): _bool(v, k) for k, v in defined.items()}),
         cases=tuple(_case(c, f"cases[{i}]") for i, c in enumerate(cases_raw)),
         stderr=_str(obj.get("stderr", ""), "stderr"),
+        stderr_truncated=_bool(obj.get("stderr_truncated", False), "stderr_truncated"),
         raw=obj,
     )
 
@@ -290,6 +299,7 @@ def _case(raw: Any, where: str) -> Case:
         backward_calls=_calls(obj.get("backward_calls", []), f"{where}.backward_calls"),
         stdout=_str(obj.get("stdout", ""), f"{where}.stdout"),
         input=case_input,
+        stdout_truncated=_bool(obj.get("stdout_truncated", False), f"{where}.stdout_truncated"),
     )
 
 

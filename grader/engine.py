@@ -45,6 +45,7 @@ TENSOR_ELEMENTS = 100_000  # values kept per captured tensor
 FRAME_OVERHEAD = 256  # bytes of the result frame's header line
 NO_RESULT = "your program stopped without producing a result"
 OUTPUT_LIMIT = "output limit exceeded"
+TRUNCATED = "\n[output truncated]\n"
 MEMORY_MARKERS = ("can't allocate memory", "cannot allocate memory", "out of memory")
 REFERENCE_DETAIL_CHARS = 2_000
 VALIDATION_WORKERS = 2  # sandbox runs of one package validated at once
@@ -260,7 +261,7 @@ def failed_report(
         max_score=float(package.manifest.points),
         passed=False,
         message=message,
-        stdout=_stdout(capture) if capture else "",
+        stdout=_stdout(capture, package.manifest.limits.stdout_bytes) if capture else "",
         exception=_exception(capture) if capture else None,
         duration_s=round(duration, 3),
         runtime=runtime,
@@ -299,6 +300,9 @@ def grade_with_capture(
         return failed_report(package, message, runtime, duration, learner), learner
     if _memory_error(learner):
         return failed_report(package, _memory(limits), runtime, duration, learner), learner
+    if learner.output_truncated:
+        message = f"{OUTPUT_LIMIT} (more than {limits.stdout_bytes} bytes printed)"
+        return failed_report(package, message, runtime, duration, learner), learner
     return build_report(package, learner, reference, runtime, duration), learner
 
 
@@ -334,12 +338,14 @@ def run_checks(package: Package, learner: Capture, reference: Capture) -> tuple[
     return tuple(results)
 
 
-def _stdout(capture: Capture) -> str:
+def _stdout(capture: Capture, cap: int) -> str:
+    """What the learner's code printed (visible cases only), at most `cap` characters."""
     parts = [capture.stdout]
     parts += [case.stdout for case in capture.cases if case.visible]
-    if capture.stderr:
+    if capture.stderr and capture.kind == "script":  # raw output could echo hidden inputs
         parts.append(capture.stderr)
-    return "".join(part for part in parts if part)
+    text = "".join(part for part in parts if part)
+    return text if len(text) <= cap else text[:cap] + TRUNCATED
 
 
 def _exception(capture: Capture) -> dict[str, Any] | None:
@@ -349,8 +355,9 @@ def _exception(capture: Capture) -> dict[str, Any] | None:
         if case.exception is not None and case.visible:
             return case.exception.to_json()
     for case in capture.cases:
-        if case.exception is not None:
-            return {**case.exception.to_json(), "traceback": ""}
+        if case.exception is not None:  # a hidden input: its values are never shown
+            hidden = "raised on a hidden input (its message is not shown)"
+            return {**case.exception.to_json(), "message": hidden, "traceback": ""}
     return None
 
 
@@ -381,7 +388,7 @@ def build_report(
         max_score=maximum,
         passed=score == maximum,
         checks=checks,
-        stdout=_stdout(learner),
+        stdout=_stdout(learner, package.manifest.limits.stdout_bytes),
         exception=_exception(learner),
         curves=_curves(package, learner, reference),
         duration_s=round(duration, 3),

@@ -13,7 +13,7 @@ BACKENDS = ("bubblewrap", "docker")
 def get_backend(name: str = "bubblewrap", **options: Any) -> Sandbox:
     """The sandbox backend called `name`, built with its keyword options.
 
-    bubblewrap: runtime_dir, harness_dir, user, bwrap (see BubblewrapSandbox).
+    bubblewrap: runtime_dir, harness_dir, user, bwrap, warm (see BubblewrapSandbox).
     docker: see grader.sandbox.docker (imported only when asked for).
     """
     if name == "bubblewrap":

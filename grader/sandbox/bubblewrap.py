@@ -16,6 +16,13 @@ scripts/setup-sandbox.sh) first; a worker that is not root runs bwrap as itself.
 
 Killing the job kills the outer bwrap; `--die-with-parent` then kills the sandbox's pid 1
 and with it the whole pid namespace. The job's cgroup is swept too and removed afterwards.
+
+Warm sandboxes (`warm=True` or GRADLAB_SANDBOX_WARM=1): after each job the backend starts
+the next sandbox right away (same chain, its own cgroup and limits, fresh namespaces and
+tmpfs), whose python imports torch and then waits in the harness for its job on stdin.
+The next job with the same limits and device is handed to it (its wall clock starts at
+the hand-over); any other job starts cold. A sandbox still serves exactly one job: warm
+means started early, never reused. The spare dies with the worker (`--die-with-parent`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ import pwd
 import shutil
 import signal
 import subprocess
+import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +84,20 @@ NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 # Inside the sandbox: tell the worker that bwrap's setup succeeded, close that pipe, go.
 START_SCRIPT = 'fd=$1; shift; printf 1 >&"$fd" && exec {fd}>&- && exec "$@"'
+# Warm sandboxes (see BubblewrapSandbox): the same, but python imports torch first, says
+# so on the pipe and closes it, then runs the harness, which waits for its job on stdin.
+WARM_START_SCRIPT = 'fd=$1; shift; printf 1 >&"$fd" && exec "$@" "$fd"'
+PRELOAD_CODE = (
+    "import os, runpy, sys\n"
+    "import numpy, torch\n"
+    "os.write(int(sys.argv[1]), b'2')\n"
+    "os.close(int(sys.argv[1]))\n"
+    f"sys.argv = [{HARNESS_MOUNT + '/main.py'!r}]\n"
+    f"runpy.run_path({HARNESS_MOUNT + '/main.py'!r}, run_name='__main__')\n"
+)
+PRELOAD_COMMAND = ("python", "-I", "-B", "-c", PRELOAD_CODE)
+WARM_ENV = "GRADLAB_SANDBOX_WARM"
+READY_MARKER = b"12"  # "1" from bash (bwrap's setup worked), "2" from python (torch loaded)
 
 
 @dataclass(frozen=True)
@@ -98,13 +121,18 @@ class BubblewrapSandbox:
         harness_dir: str | os.PathLike[str] | None = None,
         user: str | None = None,
         bwrap: str = "bwrap",
+        warm: bool | None = None,
     ) -> None:
         self.runtime_dir = Path(runtime_dir or os.environ.get(RUNTIME_ENV) or DEFAULT_RUNTIME_DIR)
         self.harness_dir = Path(harness_dir or os.environ.get(HARNESS_ENV) or DEFAULT_HARNESS_DIR)
         self.user_name = user or os.environ.get(USER_ENV) or DEFAULT_USER
         self.bwrap = bwrap
+        self.warm = os.environ.get(WARM_ENV) == "1" if warm is None else warm
         self._warned: set[str] = set()
         self._reaped = False
+        self._lock = threading.Lock()
+        self._spare: _Started | None = None
+        weakref.finalize(self, _discard_spare, self.__dict__)
 
     # --- the Sandbox interface -----------------------------------------------------------
 
@@ -114,44 +142,93 @@ class BubblewrapSandbox:
     def run(self, request: SandboxRequest) -> SandboxResult:
         tools = self._tools()
         device, device_note = self._effective_device(request.device)
-        group = self._open_cgroup(request)
+        started = self._take_spare(request.limits, device) or self._start(
+            tools, request, device, warm=False
+        )
         try:
-            outcome = self._run_in(group, tools, request, device)
-            oom = group is not None and group.oom_killed()
+            outcome = self._exchange(started, request)
+            oom = started.group is not None and started.group.oom_killed()
         finally:
-            if group is not None:
-                _remove_cgroup(group)
+            if started.group is not None:
+                _remove_cgroup(started.group)
+            if self.warm:
+                self._replace_spare(tools, request, device)
         return self._result(outcome, request.limits, oom, device_note)
 
-    def _run_in(
-        self,
-        group: cgroups.JobCgroup | None,
-        tools: _Tools,
-        request: SandboxRequest,
-        device: str,
-    ) -> Exchange:
+    def close(self) -> None:
+        """Stops the warm spare sandbox, if any (it would die with the worker anyway)."""
+        _discard_spare(self.__dict__)
+
+    # --- starting sandboxes ---------------------------------------------------------------
+
+    def _start(
+        self, tools: _Tools, request: SandboxRequest, device: str, *, warm: bool
+    ) -> _Started:
+        group = self._open_cgroup(request.job_id if not warm else "warm", request.limits)
         marker_read, marker_write = os.pipe()
         try:
-            argv = self._command(tools, request.limits, device, group, marker_write)
+            argv = self._command(tools, request.limits, device, group, marker_write, warm=warm)
             process, started = self._spawn(argv, marker_write)
         except BaseException:
             os.close(marker_read)
+            if group is not None:
+                _remove_cgroup(group)
             raise
         finally:
             os.close(marker_write)  # the chain holds its own copy
+        return _Started(process, group, marker_read, started, request.limits, device, warm)
+
+    def _exchange(self, started: _Started, request: SandboxRequest) -> Exchange:
+        process, group = started.process, started.group
         try:
-            return exchange(  # owns marker_read from here on
+            return exchange(  # owns the marker's read end from here on
                 process,
                 stdin=request.stdin,
                 timeout_s=request.limits.wall_seconds,
                 stdout_cap=request.limits.result_bytes + FRAME_OVERHEAD_BYTES,
                 stderr_cap=STDERR_CAP_BYTES,
                 kill=lambda: _kill_tree(process, group),
-                extra_fd=marker_read,
-                started=started,
+                extra_fd=started.marker_read,
+                extra_prefix=started.marker,
+                started=time.monotonic() if started.warm else started.at,  # from hand-over
             )
         finally:
             _kill_tree(process, group)  # nothing outlives its job, even a detached child
+
+    def _take_spare(self, limits: Limits, device: str) -> _Started | None:
+        """The warm sandbox started after the previous job, when it fits this one."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        if spare.limits == limits and spare.device == device and spare.alive():
+            return spare
+        spare.discard()
+        return None
+
+    def _replace_spare(self, tools: _Tools, request: SandboxRequest, device: str) -> None:
+        try:
+            fresh = self._start(tools, request, device, warm=True)
+        except InfrastructureError as error:
+            log.warning("cannot start a warm sandbox: %s", error)
+            return
+        with self._lock:
+            old, self._spare = self._spare, fresh
+        if old is not None:
+            old.discard()
+
+    def wait_until_warm(self, timeout_s: float) -> bool:
+        """True once the spare sandbox has torch loaded (for benchmarks and tests)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                spare = self._spare
+            if spare is None or not spare.alive():
+                return False
+            if spare.poll_ready():
+                return True
+            time.sleep(0.01)
+        return False
 
     # --- facts about the runtime ---------------------------------------------------------
 
@@ -200,7 +277,7 @@ class BubblewrapSandbox:
                 raise InfrastructureError(f"the sandbox {what} {path} is missing")
         return _find_tools(self.bwrap)
 
-    def _open_cgroup(self, request: SandboxRequest) -> cgroups.JobCgroup | None:
+    def _open_cgroup(self, job_id: str, limits: Limits) -> cgroups.JobCgroup | None:
         if not self._reaped:  # groups a killed worker left behind
             self._reaped = True
             with contextlib.suppress(OSError):
@@ -208,9 +285,7 @@ class BubblewrapSandbox:
                     log.warning("removed a stale job cgroup: %s", folder)
         try:
             return cgroups.open_job_cgroup(
-                cgroups.job_name(request.job_id),
-                memory_bytes=request.limits.memory_mb * MIB,
-                pids=request.limits.pids,
+                cgroups.job_name(job_id), memory_bytes=limits.memory_mb * MIB, pids=limits.pids
             )
         except cgroups.CgroupUnavailable as why:
             self._warn_once(
@@ -226,6 +301,8 @@ class BubblewrapSandbox:
         device: str,
         group: cgroups.JobCgroup | None,
         marker_fd: int,
+        *,
+        warm: bool = False,
     ) -> list[str]:
         argv: list[str] = []
         user = self.host_user()
@@ -237,8 +314,11 @@ class BubblewrapSandbox:
             argv += [tools.setpriv, f"--reuid={user.uid}", f"--regid={user.gid}"]
             argv += ["--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
         argv += [tools.bwrap, *self._bwrap_args(tools, limits, device)]
-        argv += ["--", "/bin/bash", "-c", START_SCRIPT, "gradlab-start", str(marker_fd)]
-        return argv + list(HARNESS_COMMAND)
+        script, command = START_SCRIPT, list(HARNESS_COMMAND)
+        if warm:
+            script, command = WARM_START_SCRIPT, list(PRELOAD_COMMAND)
+        argv += ["--", "/bin/bash", "-c", script, "gradlab-start", str(marker_fd)]
+        return argv + command
 
     def _bwrap_args(self, tools: _Tools, limits: Limits, device: str) -> list[str]:
         args = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
@@ -314,6 +394,49 @@ class BubblewrapSandbox:
         if message not in self._warned:
             self._warned.add(message)
             log.warning("%s", message)
+
+
+@dataclass
+class _Started:
+    """A sandbox whose chain is running: for a job now, or warm, waiting for the next."""
+
+    process: subprocess.Popen[bytes]
+    group: cgroups.JobCgroup | None
+    marker_read: int
+    at: float
+    limits: Limits
+    device: str
+    warm: bool = False
+    marker: bytes = b""  # what was read from the marker pipe before the job came
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def poll_ready(self) -> bool:
+        os.set_blocking(self.marker_read, False)
+        with contextlib.suppress(BlockingIOError):
+            self.marker += os.read(self.marker_read, 16)
+        return self.marker.startswith(READY_MARKER)
+
+    def discard(self) -> None:
+        _kill_tree(self.process, self.group)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        with contextlib.suppress(OSError):
+            os.close(self.marker_read)
+        if self.group is not None:
+            _remove_cgroup(self.group)
+
+
+def _discard_spare(state: dict[str, object]) -> None:
+    spare = state.get("_spare")
+    state["_spare"] = None
+    if isinstance(spare, _Started):
+        spare.discard()
 
 
 @dataclass(frozen=True)

@@ -55,15 +55,17 @@ def exchange(
     stderr_cap: int,
     kill: Callable[[], None],
     extra_fd: int | None = None,
+    extra_prefix: bytes = b"",
     started: float | None = None,
 ) -> Exchange:
     """Feed `stdin` then close it; collect output until the process exits, its stdout
-    passes `stdout_cap` or `timeout_s` passes (then `kill()` is called)."""
+    passes `stdout_cap` or `timeout_s` passes (then `kill()` is called). `extra_fd` (owned
+    from here on, closed at the end) is read too, after `extra_prefix` already read from it."""
     start = time.monotonic() if started is None else started
     deadline = start + timeout_s
     out, err, extra = _Buffer(stdout_cap, bytearray()), _Buffer(stderr_cap, bytearray()), None
     if extra_fd is not None:
-        extra = _Buffer(4096, bytearray())
+        extra = _Buffer(4096, bytearray(extra_prefix))
     timed_out = False
     try:
         timed_out = _pump(process, stdin, deadline, out, err, extra_fd, extra)

@@ -189,3 +189,30 @@ def test_loss_curve_exercises_report_both_curves(grade_code: GradeCode) -> None:
     assert len(mine) == len(theirs) == 20
     assert mine[0] == theirs[0] and mine[-1] > theirs[-1]  # a slower rate, same start
     assert report.stdout.startswith("step 0: loss ")
+
+
+def test_printing_past_the_output_cap_is_an_output_limit_failure(grade_code: GradeCode) -> None:
+    flood = "for _ in range(200):\n    print('x' * 1000)\n"
+    report = grade_code("first-gradient", flood + package_at("first-gradient").solution)
+    assert (report.status, report.score) == ("failed", 0.0)
+    assert report.message == "output limit exceeded (more than 65536 bytes printed)"
+    assert report.stdout.startswith("x" * 1000)
+    assert len(report.stdout) <= 65_536 + 40
+
+
+def test_hidden_inputs_do_not_leak_through_output_or_exceptions(grade_code: GradeCode) -> None:
+    code = (
+        "import os\n"
+        "def accumulate(x, chunks):\n"
+        "    os.write(2, repr(x.tolist()).encode())\n"
+        "    print('input', x.tolist())\n"
+        "    if x.numel() != 4:\n"
+        "        raise ValueError(f'hidden input {x.tolist()}')\n"
+        "    for part in x.chunk(chunks):\n"
+        "        ((part**2).mean() / chunks).backward()\n"
+    )
+    report = grade_code("chunked-mean", code)
+    assert not report.passed
+    assert report.stdout == "input [1.0, 2.0, 3.0, 4.0]\n"  # the visible example only
+    assert report.exception is not None and report.exception["type"] == "ValueError"
+    assert "hidden input [" not in str(report.to_json())

@@ -48,13 +48,19 @@ def run_raw(bubblewrap_raw: BubblewrapSandbox) -> Iterator[RawRun]:
     assert_no_leftovers(prefix)
 
 
-@pytest.fixture(params=["bubblewrap", "docker"])
-def backend(request: pytest.FixtureRequest) -> Sandbox:
-    """Each real sandbox backend, with the real harness."""
+@pytest.fixture(params=["bubblewrap", "bubblewrap-warm", "docker"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """Each real sandbox backend, with the real harness ("bubblewrap-warm": bubblewrap
+    with warm spare sandboxes, torch imported before the job arrives)."""
     if request.param == "docker":
         reason = docker_unavailable_reason()
         if reason is not None:
             if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
                 pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
             pytest.skip(reason)
-    return get_backend(request.param)
+    if request.param == "bubblewrap-warm":
+        warm = BubblewrapSandbox(warm=True)
+        yield warm
+        warm.close()
+        return
+    yield get_backend(request.param)

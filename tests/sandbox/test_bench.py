@@ -23,6 +23,7 @@ def test_the_benchmark_prints_min_median_and_p95_for_each_measure(
     assert set(rows) == {
         "grade, reference cache cold (2 sandbox runs)",
         "grade, reference cache warm (1 sandbox run)",
+        "grade, cache warm, sandbox warm (spare ready)",
         "sandbox, empty job, no torch import",
         "sandbox, real harness, empty submission",
     }
