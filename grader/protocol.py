@@ -28,7 +28,7 @@ class ExerciseError(Exception):
 class Limits:
     """Every resource limit of one sandbox run, explicit and named."""
 
-    wall_seconds: float = 10.0
+    wall_seconds: float = 20.0
     cpu_seconds: int = 10
     memory_mb: int = 1024
     pids: int = 64

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from grading_helpers import REPO, package_at
 
+from grader.protocol import Limits
 from grader.spec import Package, PackageError, load_module, load_package, package_hash
 
 
@@ -26,7 +27,7 @@ def test_first_gradient_loads_into_a_typed_manifest() -> None:
     assert (package.slug, manifest.kind, manifest.names) == ("first-gradient", "script", ("x", "y"))
     assert manifest.points == sum(check.points for check in manifest.checks)
     assert {w.diagnosis for w in manifest.wrong} >= {"graph-broken", "hard-coded"}
-    assert manifest.limits.wall_seconds == 10
+    assert manifest.limits.wall_seconds == Limits().wall_seconds
 
 
 def test_content_hash_is_stable_and_changes_with_any_file() -> None:
