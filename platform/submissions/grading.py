@@ -83,3 +83,13 @@ def json_safe(value: Any) -> Any:
 
 def text_safe(text: str) -> str:
     return text.replace("\x00", "\ufffd")
+
+
+def sandboxes_reap() -> list[str]:
+    """Removes sandbox containers whose deadline has passed (a worker died mid-job). Only
+    the Docker backend leaves anything behind; bubblewrap's die with their worker."""
+    if settings.GRADLAB_SANDBOX != "docker":
+        return []
+    from grader.sandbox.docker import reap_expired
+
+    return reap_expired()

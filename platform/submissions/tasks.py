@@ -16,3 +16,10 @@ def grade_submission(submission_id: int) -> str:
 def sweep_submissions() -> dict[str, list[int]]:
     result = services.submissions_sweep()
     return {"requeued": list(result.requeued), "failed": list(result.failed)}
+
+
+@shared_task(name="gradlab.reap_sandboxes")
+def reap_sandboxes() -> list[str]:
+    from submissions.grading import sandboxes_reap
+
+    return sandboxes_reap()

@@ -177,13 +177,21 @@ CELERY_TASK_DEFAULT_QUEUE = GRADLAB_QUEUE_CPU
 CELERY_TASK_ROUTES = {
     "gradlab.grade_submission": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.sweep_submissions": {"queue": GRADLAB_QUEUE_CPU},
+    "gradlab.reap_sandboxes": {"queue": GRADLAB_QUEUE_CPU},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "gradlab.sweep_submissions",
         "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
-    }
+    },
+    # Docker sandboxes of a worker that died mid-job outlive it: remove them even when no
+    # new job arrives (a no-op with bubblewrap).
+    "reap-expired-sandboxes": {
+        "task": "gradlab.reap_sandboxes",
+        "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+    },
 }
 # Unacknowledged messages come back after this long: longer than any retry countdown.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

@@ -1,0 +1,50 @@
+"""The periodic task that removes sandbox containers orphaned by a dead worker."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import docker.errors
+import pytest
+from docker_helpers import containers_of_job
+
+from grader.sandbox.docker import LABEL_DEADLINE, LABEL_JOB, LABEL_ROLE, ROLE_SANDBOX
+
+pytestmark = pytest.mark.docker
+
+JOB = "test-reap-task-orphan"
+
+
+@pytest.fixture
+def orphan(docker_client: Any, sandbox_image: str) -> Iterator[Any]:
+    labels = {LABEL_ROLE: ROLE_SANDBOX, LABEL_JOB: JOB, LABEL_DEADLINE: f"{time.time() - 5:.0f}"}
+    container = docker_client.containers.run(
+        sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
+    )
+    yield container
+    with contextlib.suppress(docker.errors.NotFound):
+        container.remove(force=True)
+
+
+def test_the_reap_task_removes_an_orphaned_container_with_the_docker_backend(
+    orphan: Any, docker_client: Any, settings: Any
+) -> None:
+    from submissions.tasks import reap_sandboxes
+
+    settings.GRADLAB_SANDBOX = "docker"
+    removed = reap_sandboxes()
+    assert orphan.name in removed
+    assert containers_of_job(docker_client, JOB) == []
+
+
+def test_the_reap_task_leaves_containers_alone_with_the_bubblewrap_backend(
+    orphan: Any, docker_client: Any, settings: Any
+) -> None:
+    from submissions.tasks import reap_sandboxes
+
+    settings.GRADLAB_SANDBOX = "bubblewrap"
+    assert reap_sandboxes() == []
+    assert len(containers_of_job(docker_client, JOB)) == 1
