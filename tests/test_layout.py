@@ -9,8 +9,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_required_top_level_entries_exist() -> None:
-    for name in ("manage.py", "platform", "exercises", "grader", "docker-compose.yml",
-                 "tests", "README.md"):
+    for name in (
+        "manage.py",
+        "platform",
+        "exercises",
+        "grader",
+        "docker-compose.yml",
+        "tests",
+        "README.md",
+    ):
         assert (ROOT / name).exists(), name
 
 
