@@ -20,11 +20,12 @@ import sys
 from pathlib import Path
 
 from grader.cache import ReferenceCache
-from grader.engine import DEV_SEED, GradeJob, Validation, grade, validate_package
+from grader.engine import DEV_SEED, GradeJob, grade
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from grader.sandbox import get_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import MANIFEST, MODULE_MANIFEST, PackageError, load_module, load_package
+from grader.validation import Validation, validate_package
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
 

@@ -14,6 +14,9 @@ from types import MappingProxyType
 INTEGER_TOLERANCE = 1e-4  # how close a ratio must be to an integer to count as one
 MAX_SCALE = 4096  # larger integer ratios are not recognised as a mean/sum or accumulation
 FLAT_RELATIVE_DROP = 0.01  # a curve whose end is within 1% of its start does not fall
+# A curve that falls but ends above this fraction of its start barely falls (loss-flat);
+# below it, it is on its way but stopped early (not-converged).
+BARELY_FALLING = 0.9
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,18 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "update and that gradients are cleared.",
     ),
     Diagnosis(
+        "not-converged",
+        "Training stopped too early",
+        "The loss falls but does not get low enough: train for more steps or use a larger "
+        "learning rate.",
+    ),
+    Diagnosis(
+        "no-backward",
+        "backward() was never called",
+        "Reading .grad before backward(): gradients exist only after you call backward() "
+        "on the result (or torch.autograd.grad).",
+    ),
+    Diagnosis(
         "hard-coded",
         "Value hard-coded",
         "The expected value is there but no backward() ran: let autograd compute it.",
@@ -125,7 +140,8 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "device-mismatch",
         "Wrong device",
         "The tensor is on another device than expected: create it on (or move it to) the "
-        "device the exercise uses.",
+        "device the exercise uses: a `device` variable set to "
+        "torch.device('cuda' if torch.cuda.is_available() else 'cpu'), with .to(device).",
     ),
     Diagnosis(
         "crashed",
@@ -237,6 +253,18 @@ def curve_slug(losses: Sequence[float]) -> str | None:
     if len(losses) < 2 or last >= first - abs(first) * FLAT_RELATIVE_DROP:
         return "loss-flat"
     return None
+
+
+def unconverged_slug(losses: Sequence[float]) -> str:
+    """Why a curve that ends too high did: loss-diverges (NaN/Inf or growing),
+    loss-flat (barely falls), else not-converged (falls, but not far enough)."""
+    shape = curve_slug(losses)
+    if shape == "loss-diverges" or not losses:
+        return shape or "loss-flat"
+    first, last = losses[0], losses[-1]
+    if shape == "loss-flat" or last >= BARELY_FALLING * first:
+        return "loss-flat"
+    return "not-converged"
 
 
 def first_error_slug(messages: Iterable[str]) -> str | None:

@@ -18,18 +18,13 @@ import signal
 import time
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader import diagnose
 from grader.cache import ReferenceCache, cache_key
 from grader.capture import Capture, CaptureError, ErrorInfo, parse_result, validate_capture
-from grader.checks import REGISTRY
-from grader.checks.runs import losses
 from grader.protocol import (
     PROTOCOL_VERSION,
-    CheckResult,
     ExerciseError,
     Limits,
     Report,
@@ -37,6 +32,7 @@ from grader.protocol import (
     SandboxRequest,
     SandboxResult,
 )
+from grader.report import build_report, failed_report
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
 
@@ -45,10 +41,8 @@ TENSOR_ELEMENTS = 100_000  # values kept per captured tensor
 FRAME_OVERHEAD = 256  # bytes of the result frame's header line
 NO_RESULT = "your program stopped without producing a result"
 OUTPUT_LIMIT = "output limit exceeded"
-TRUNCATED = "\n[output truncated]\n"
 MEMORY_MARKERS = ("can't allocate memory", "cannot allocate memory", "out of memory")
 REFERENCE_DETAIL_CHARS = 2_000
-VALIDATION_WORKERS = 2  # sandbox runs of one package validated at once
 
 
 @dataclass(frozen=True)
@@ -252,22 +246,6 @@ def _memory_error(capture: Capture) -> bool:
     return False
 
 
-def failed_report(
-    package: Package, message: str, runtime: str, duration: float, capture: Capture | None = None
-) -> Report:
-    return Report(
-        status="failed",
-        score=0.0,
-        max_score=float(package.manifest.points),
-        passed=False,
-        message=message,
-        stdout=_stdout(capture, package.manifest.limits.stdout_bytes) if capture else "",
-        exception=_exception(capture) if capture else None,
-        duration_s=round(duration, 3),
-        runtime=runtime,
-    )
-
-
 def grade(job: GradeJob, *, sandbox: Sandbox, cache: ReferenceCache | None = None) -> Report:
     """Grades one submission (see the module docstring for the failure semantics)."""
     return grade_with_capture(job, sandbox=sandbox, cache=cache)[0]
@@ -306,191 +284,16 @@ def grade_with_capture(
     return build_report(package, learner, reference, runtime, duration), learner
 
 
-# -- report --------------------------------------------------------------------------
+# -- compatibility -------------------------------------------------------------------
+
+_VALIDATION_NAMES = frozenset({"Validation", "ValidationItem", "validate_package"})
 
 
-def run_checks(package: Package, learner: Capture, reference: Capture) -> tuple[CheckResult, ...]:
-    extra = {
-        slug: diagnose.Diagnosis(slug, spec.title, spec.hint)
-        for slug, spec in package.manifest.diagnoses.items()
-    }
-    results = []
-    for spec in package.manifest.checks:
-        outcome = REGISTRY[spec.type](learner, reference, spec)
-        diagnosis = hint = ""
-        data = dict(outcome.data)
-        if not outcome.passed:
-            found = diagnose.describe(outcome.diagnosis or "wrong-value", extra)
-            diagnosis, hint = found.slug, found.hint
-            data["diagnosis_title"] = found.title
-        results.append(
-            CheckResult(
-                name=spec.name,
-                passed=outcome.passed,
-                score=float(spec.points) if outcome.passed else 0.0,
-                max_score=float(spec.points),
-                message=outcome.message,
-                diagnosis=diagnosis,
-                hint=hint,
-                data=data,
-            )
-        )
-    return tuple(results)
+def __getattr__(name: str) -> Any:
+    """`from grader.engine import validate_package, Validation` keeps working: package
+    validation lives in grader.validation (imported lazily: it imports this module)."""
+    if name in _VALIDATION_NAMES:
+        from grader import validation
 
-
-def _stdout(capture: Capture, cap: int) -> str:
-    """What the learner's code printed (visible cases only), at most `cap` characters."""
-    parts = [capture.stdout]
-    parts += [case.stdout for case in capture.cases if case.visible]
-    if capture.stderr and capture.kind == "script":  # raw output could echo hidden inputs
-        parts.append(capture.stderr)
-    text = "".join(part for part in parts if part)
-    return text if len(text) <= cap else text[:cap] + TRUNCATED
-
-
-def _exception(capture: Capture) -> dict[str, Any] | None:
-    if capture.exception is not None:
-        return capture.exception.to_json()
-    for case in capture.cases:
-        if case.exception is not None and case.visible:
-            return case.exception.to_json()
-    for case in capture.cases:
-        if case.exception is not None:  # a hidden input: its values are never shown
-            hidden = "raised on a hidden input (its message is not shown)"
-            return {**case.exception.to_json(), "message": hidden, "traceback": ""}
-    return None
-
-
-def _curves(package: Package, learner: Capture, reference: Capture) -> dict[str, Any] | None:
-    if not any(c.type == "loss_curve" for c in package.manifest.checks):
-        return None
-    if reference.kind == "function":
-        mine = losses(learner.cases[0].backward_calls) if learner.cases else []
-        theirs = losses(reference.cases[0].backward_calls) if reference.cases else []
-    else:
-        mine, theirs = losses(learner.backward_calls), losses(reference.backward_calls)
-    return {"learner": [_finite(v) for v in mine], "reference": [_finite(v) for v in theirs]}
-
-
-def _finite(value: float) -> float | str:
-    return value if value == value and abs(value) != float("inf") else str(value)
-
-
-def build_report(
-    package: Package, learner: Capture, reference: Capture, runtime: str, duration: float
-) -> Report:
-    checks = run_checks(package, learner, reference)
-    score = sum(c.score for c in checks)
-    maximum = float(package.manifest.points)
-    return Report(
-        status="graded",
-        score=score,
-        max_score=maximum,
-        passed=score == maximum,
-        checks=checks,
-        stdout=_stdout(learner, package.manifest.limits.stdout_bytes),
-        exception=_exception(learner),
-        curves=_curves(package, learner, reference),
-        duration_s=round(duration, 3),
-        runtime=runtime,
-    )
-
-
-# -- validation ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ValidationItem:
-    kind: str  # "reference" | "starter" | "wrong" | "alternative"
-    file: str
-    ok: bool
-    expected: str
-    got: str
-
-    def line(self) -> str:
-        mark = "ok  " if self.ok else "FAIL"
-        return f"  {mark} {self.kind:<11} {self.file}: expected {self.expected}; got {self.got}"
-
-
-@dataclass(frozen=True)
-class Validation:
-    slug: str
-    items: tuple[ValidationItem, ...]
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.items) and all(item.ok for item in self.items)
-
-    def summary(self) -> str:
-        failed = sum(not item.ok for item in self.items)
-        head = f"{'ok  ' if self.ok else 'FAIL'} {self.slug}: {len(self.items)} runs"
-        head += ", all as declared" if self.ok else f", {failed} not as declared"
-        return "\n".join([head, *(item.line() for item in self.items)])
-
-
-def _describe(report: Report) -> str:
-    if report.status == "failed":
-        return f"failed run ({report.message})"
-    failed = [c for c in report.checks if not c.passed]
-    text = f"{report.score:g}/{report.max_score:g}"
-    if failed:
-        text += " failing " + ", ".join(f"{c.name!r} [{c.diagnosis}]" for c in failed)
-    return text
-
-
-def _grade_file(
-    package: Package, code: str, *, sandbox: Sandbox, cache: ReferenceCache | None, seed: int
-) -> tuple[Report, Capture | None]:
-    job = GradeJob(package=package, code=code, seed=seed)
-    return grade_with_capture(job, sandbox=sandbox, cache=cache)
-
-
-def validate_package(
-    package: Package,
-    *,
-    sandbox: Sandbox,
-    cache: ReferenceCache | None = None,
-    seed: int = DEV_SEED,
-    workers: int = VALIDATION_WORKERS,
-) -> Validation:
-    """The reference passes fully, the starter runs without an error, each [[wrong]]
-    fails with its declared diagnosis, each [[alternative]] passes fully."""
-    manifest = package.manifest
-    try:
-        solution, _ = _grade_file(
-            package, package.solution, sandbox=sandbox, cache=cache, seed=seed
-        )
-    except ExerciseError as error:
-        item = ValidationItem("reference", "solution.py", False, "full score", str(error))
-        return Validation(package.slug, (item,))
-    full = f"{manifest.points:g}/{manifest.points:g}"
-    items = [ValidationItem("reference", "solution.py", solution.passed, full, _describe(solution))]
-    runs = [("starter", "starter.py", "")]
-    runs += [("wrong", w.file, w.diagnosis) for w in manifest.wrong]
-    runs += [("alternative", a.file, "") for a in manifest.alternatives]
-
-    def judge(run: tuple[str, str, str]) -> ValidationItem:
-        kind, file, diagnosis = run
-        report, capture = _grade_file(
-            package, package.files[file], sandbox=sandbox, cache=cache, seed=seed
-        )
-        if kind == "starter":
-            clean = report.status == "graded" and capture is not None
-            clean = clean and capture.exception is None  # type: ignore[union-attr]
-            got = _describe(report) if clean else _starter_problem(report)
-            return ValidationItem(kind, file, clean, "runs without an error", got)
-        if kind == "wrong":
-            found = {c.diagnosis for c in report.checks if not c.passed}
-            ok = report.status == "graded" and not report.passed and diagnosis in found
-            return ValidationItem(kind, file, ok, f"fails with {diagnosis}", _describe(report))
-        return ValidationItem(kind, file, report.passed, full, _describe(report))
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        items += list(pool.map(judge, runs))
-    return Validation(package.slug, tuple(items))
-
-
-def _starter_problem(report: Report) -> str:
-    if report.exception:
-        return f"raised {report.exception.get('type')}: {report.exception.get('message')}"
-    return _describe(report)
+        return getattr(validation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,8 +44,11 @@ CHECK_TYPES: Mapping[str, tuple[bool, frozenset[str]]] = MappingProxyType(
         "value": (True, frozenset({"rtol", "atol", "device", "variants"})),
         "grad": (True, frozenset({"rtol", "atol", "device", "variants"})),
         "graph": (True, frozenset({"facts"})),
-        "backward_calls": (False, frozenset({"count", "retain_graph", "gradient_given"})),
-        "grad_history": (True, frozenset({"rtol", "atol"})),
+        "backward_calls": (
+            False,
+            frozenset({"count", "retain_graph", "gradient_given", "steps_match"}),
+        ),
+        "grad_history": (True, frozenset({"rtol", "atol", "variants"})),
         "loss_curve": (
             False,
             frozenset({"mode", "rtol", "atol", "falls", "final_below", "max_steps", "min_steps"}),
@@ -56,8 +59,11 @@ CHECK_TYPES: Mapping[str, tuple[bool, frozenset[str]]] = MappingProxyType(
         "stdout": (False, frozenset({"mode"})),
         "gradcheck": (True, frozenset()),
         "no_error": (False, frozenset()),
+        "device": (True, frozenset()),
     }
 )
+# Options every check type accepts: `diagnosis` names a failure no recogniser explains.
+COMMON_OPTIONS = frozenset({"diagnosis"})
 
 
 class PackageError(ValueError):
@@ -375,6 +381,7 @@ def _check(
             f"{where}: {here}.type: {ctype!r} is not one of {', '.join(sorted(CHECK_TYPES))}"
         )
     needs_target, allowed = CHECK_TYPES[ctype]
+    allowed = allowed | COMMON_OPTIONS
     _reject_unknown(item, {"name", "type", "target", "points"} | allowed, where, f"{here}.")
     points = _positive_int(item, "points", where, prefix=here)
     target = item.get("target")
@@ -485,6 +492,14 @@ def _opt_variants(value: Any, where: str, names: list[str], known: set[str]) -> 
             raise PackageError(f"{where}.{slug}: must name an observation starting with _")
 
 
+def _opt_diagnosis(value: Any, where: str, names: list[str], known: set[str]) -> None:
+    if not isinstance(value, str) or value not in known:
+        raise PackageError(
+            f"{where}: {value!r} is not a known diagnosis "
+            "(grader.diagnose.DIAGNOSES or this manifest's [diagnoses])"
+        )
+
+
 def _opt_facts(value: Any, where: str, names: list[str], known: set[str]) -> None:
     if not isinstance(value, list) or not value or any(v not in GRAPH_FACTS for v in value):
         raise PackageError(f"{where}: must be a non-empty list drawn from {list(GRAPH_FACTS)}")
@@ -528,6 +543,8 @@ OPTION_VALIDATORS: Mapping[str, Any] = MappingProxyType(
         "count": _opt_bool,
         "retain_graph": _opt_bool,
         "gradient_given": _opt_bool,
+        "steps_match": _opt_bool,
+        "diagnosis": _opt_diagnosis,
         "mode": lambda v, w, n, k: None,  # checked per check type in _check_mode
         "falls": _opt_bool,
         "final_below": _opt_number,

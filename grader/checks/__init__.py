@@ -20,6 +20,7 @@ from grader.checks.runs import (
     check_stdout,
 )
 from grader.checks.values import (
+    check_device,
     check_grad,
     check_gradcheck,
     check_graph,
@@ -44,6 +45,7 @@ REGISTRY: Mapping[str, Check] = MappingProxyType(
         "stdout": check_stdout,
         "gradcheck": check_gradcheck,
         "no_error": check_no_error,
+        "device": check_device,
     }
 )
 

@@ -1,9 +1,9 @@
-"""What every check shares: the outcome, trials (one per script run or function case),
-dtype-aware tolerances, value comparison and the run-level diagnosis context."""
+"""What every check shares: the outcome, trials (one per script run or function case)
+and the run-level diagnosis context. Value comparison lives in grader.checks.compare,
+display strings in grader.checks.formatting."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,33 +15,28 @@ from grader.capture import (
     Capture,
     DictValue,
     ErrorInfo,
-    ExceptionValue,
     ListValue,
     ModuleValue,
     NdarrayValue,
-    ObjectValue,
     ScalarValue,
     TensorValue,
     Value,
 )
+from grader.checks.compare import Tolerance, compare_tensors
+from grader.checks.formatting import MISSING, Missing
 from grader.spec import CheckSpec
 
-# torch.testing's defaults per dtype: (rtol, atol).
-TOLERANCES: Mapping[str, tuple[float, float]] = {
-    "float64": (1e-7, 1e-7),
-    "complex128": (1e-7, 1e-7),
-    "float32": (1.3e-6, 1e-5),
-    "complex64": (1.3e-6, 1e-5),
-    "float16": (1e-3, 1e-5),
-    "bfloat16": (1.6e-2, 1e-5),
-}
-NUMBER_TOLERANCE = (1.3e-6, 1e-5)  # Python floats are usually float32 results (.item())
-EXACT = (0.0, 0.0)
-SHOWN_ELEMENTS = 8
 # Diagnoses that only say "something is missing or off": an uncaught exception that the
 # reference did not raise is the better explanation for them.
 GENERIC = frozenset(
-    {"wrong-value", "missing-name", "graph-broken", "missing-retain-grad", "loss-flat"}
+    {
+        "wrong-value",
+        "missing-name",
+        "graph-broken",
+        "missing-retain-grad",
+        "loss-flat",
+        "no-backward",
+    }
 )
 
 
@@ -59,18 +54,6 @@ def passed(message: str, **data: Any) -> Outcome:
 
 def failed(message: str, diagnosis: str = "wrong-value", **data: Any) -> Outcome:
     return Outcome(False, message, diagnosis, data)
-
-
-class Missing:
-    """A name that does not exist (distinct from a name holding None)."""
-
-    kind = "missing"
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-MISSING = Missing()
 
 
 @dataclass(frozen=True)
@@ -159,8 +142,14 @@ def each_trial(
     reference: Capture,
     check: Callable[[Trial], Outcome],
     success: str,
+    spec: CheckSpec | None = None,
 ) -> Outcome:
-    """Runs `check` on every trial; the first failure (with the trial's label) wins."""
+    """Runs `check` on every trial; the first failure (with the trial's label) wins.
+
+    A check's `diagnosis` option names the failure when the check itself recognised no
+    specific mistake (its finding is the generic wrong-value): the check's subject is
+    that mistake, so the option wins over the run-level context too."""
+    fallback = spec.option("diagnosis", "") if spec is not None else ""
     undefined = [name for name, ok in learner.defined.items() if not ok]
     if reference.kind == "function" and undefined and learner.exception is None:
         return failed(f"{undefined[0]} is not defined", "missing-name")
@@ -169,7 +158,10 @@ def each_trial(
         outcome = check(trial)
         count += 1
         if not outcome.passed:
-            diagnosis = context_diagnosis(trial, outcome.diagnosis)
+            if fallback and outcome.diagnosis in ("", "wrong-value"):
+                diagnosis = fallback
+            else:
+                diagnosis = context_diagnosis(trial, outcome.diagnosis)
             message = outcome.message
             error = trial.learner_exception
             if diagnosis != outcome.diagnosis and error is not None:
@@ -235,7 +227,61 @@ def context_diagnosis(trial: Trial, found: str) -> str:
     theirs_stale = _stale(trial.ok_reference_calls)
     if found == "scaled-by-n" and theirs_stale and not _stale(trial.ok_learner_calls):
         return "wrong-value"  # a missing accumulation, not a mean/sum mix-up
+    if found == "scaled-by-n" and graph_cut(trial):
+        return "graph-broken"  # a factor from a cut path (.item(), detach), not mean/sum
     return found or "wrong-value"
+
+
+def graph_cut(trial: Trial) -> bool:
+    """Does the learner's run show a cut graph? Some tensor that requires grad in the
+    reference does not in the learner's, or, after backward calls ran, a leaf that
+    requires grad has no .grad where the reference's has one."""
+    ran = bool(trial.ok_learner_calls)
+    for key, want in trial.reference.items():
+        got = trial.learner.get(key)
+        pairs = _tensor_pairs(got, want)
+        for mine, theirs in pairs:
+            if theirs.requires_grad and not mine.requires_grad:
+                return True
+            lost = theirs.grad is not None and mine.grad is None
+            if ran and lost and mine.is_leaf and mine.requires_grad:
+                return True
+    return False
+
+
+def _tensor_pairs(got: Value | None, want: Value) -> list[tuple[TensorValue, TensorValue]]:
+    if isinstance(got, TensorValue) and isinstance(want, TensorValue):
+        return [(got, want)]
+    if isinstance(got, ModuleValue) and isinstance(want, ModuleValue):
+        return [(got.params[k], p) for k, p in want.params.items() if k in got.params]
+    return []
+
+
+def no_backward(trial: Trial) -> bool:
+    """The learner's run made no backward call at all (not even a failed one)."""
+    return not trial.learner_calls
+
+
+def expected_grads_present(trial: Trial) -> bool:
+    """Does some learner tensor hold the reference's (non-None) .grad? Without any
+    backward call, such a grad was written by hand."""
+    for key, want in trial.reference.items():
+        for mine, theirs in _tensor_pairs(trial.learner.get(key), want):
+            if theirs.grad is None or mine.grad is None:
+                continue
+            if compare_tensors(mine.grad, theirs.grad, Tolerance(), accumulated=False) is None:
+                return True
+    return False
+
+
+def missing_grad_slug(got: TensorValue, trial: Trial) -> str:
+    """Why `got.grad` is None where the reference has one: backward never ran, the
+    non-leaf's grad was not retained, or the graph never reached the tensor."""
+    if no_backward(trial):
+        return "no-backward"
+    if not got.is_leaf and got.requires_grad:
+        return "missing-retain-grad"
+    return "graph-broken"
 
 
 def _stale(calls: Sequence[BackwardCall]) -> bool:
@@ -272,275 +318,3 @@ def flat_numbers(value: Value | None) -> list[float]:
     if isinstance(value, ModuleValue):
         return [v for p in value.params.values() for v in p.floats()]
     return []
-
-
-# -- formatting ----------------------------------------------------------------------
-
-
-def fmt_number(value: float | int | bool) -> str:
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        text = f"{value:.6g}"
-        return text if any(c in text for c in ".e") else f"{text}.0"
-    return str(value)
-
-
-def show(value: Value | Missing | None) -> str:
-    if value is None:
-        return "None"
-    if isinstance(value, Missing):
-        return "not defined"
-    if isinstance(value, TensorValue | NdarrayValue):
-        items = ", ".join(fmt_number(v) for v in value.data[:SHOWN_ELEMENTS])
-        more = ", ..." if len(value.data) > SHOWN_ELEMENTS else ""
-        name = "tensor" if isinstance(value, TensorValue) else "array"
-        body = f"[{items}{more}]" if value.shape else items
-        return f"{name}({body}, dtype={value.dtype})"
-    if isinstance(value, ScalarValue):
-        return "None" if value.kind == "none" else repr(value.value)
-    if isinstance(value, ExceptionValue):
-        return f"{value.type}: {value.message}"
-    if isinstance(value, ModuleValue):
-        return f"{value.type} module"
-    if isinstance(value, ObjectValue):
-        return f"a {value.type} object"
-    if isinstance(value, ListValue):
-        return "[" + ", ".join(show(v) for v in value.items[:SHOWN_ELEMENTS]) + "]"
-    if isinstance(value, DictValue):
-        return "{" + ", ".join(f"{k!r}: {show(v)}" for k, v in list(value.items.items())[:8]) + "}"
-    return type(value).__name__
-
-
-def kind_name(value: Value | Missing | None) -> str:
-    if value is None:
-        return "None"
-    if isinstance(value, ScalarValue):
-        return {"number": "a number", "bool": "a bool", "str": "a string", "none": "None"}[
-            value.kind
-        ]
-    return {
-        "tensor": "a tensor",
-        "ndarray": "a NumPy array",
-        "list": "a list",
-        "dict": "a dict",
-        "module": "an nn.Module",
-        "exception": "an exception",
-        "object": "an object",
-        "missing": "not defined",
-    }.get(value.kind, value.kind)
-
-
-# -- comparison ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float | None = None
-    atol: float | None = None
-    device_any: bool = False
-
-    @classmethod
-    def of(cls, spec: CheckSpec) -> Tolerance:
-        return cls(spec.option("rtol"), spec.option("atol"), spec.option("device") == "any")
-
-    def for_dtype(self, dtype: str | None) -> tuple[float, float]:
-        default = NUMBER_TOLERANCE if dtype is None else TOLERANCES.get(dtype, EXACT)
-        return (
-            default[0] if self.rtol is None else self.rtol,
-            default[1] if self.atol is None else self.atol,
-        )
-
-
-@dataclass(frozen=True)
-class Difference:
-    """Why two values differ: a diagnosis slug and a learner-facing message."""
-
-    slug: str
-    message: str
-
-
-def compare_numbers(
-    got: Sequence[float],
-    want: Sequence[float],
-    tol: tuple[float, float],
-    *,
-    accumulated: bool,
-) -> Difference | None:
-    rtol, atol = tol
-    if diagnose.all_close(got, want, rtol, atol):
-        return None
-    slug = diagnose.ratio_slug(got, want, rtol, atol, accumulated=accumulated)
-    return Difference(slug or "wrong-value", "")
-
-
-def compare_tensors(
-    got: TensorValue, want: TensorValue, tolerance: Tolerance, *, accumulated: bool
-) -> Difference | None:
-    if got.shape != want.shape:
-        return Difference("shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}")
-    if got.dtype != want.dtype:
-        return Difference("dtype-mismatch", f"dtype {got.dtype}, expected {want.dtype}")
-    if not tolerance.device_any and got.device_type != want.device_type:
-        return Difference("device-mismatch", f"device {got.device}, expected {want.device}")
-    size = min(len(got.data), len(want.data))
-    found = compare_numbers(
-        got.floats()[:size],
-        want.floats()[:size],
-        tolerance.for_dtype(want.dtype),
-        accumulated=accumulated,
-    )
-    if found is None:
-        return None
-    return Difference(found.slug, f"got {show(got)}, expected {show(want)}")
-
-
-def compare_values(
-    got: Value | Missing | None,
-    want: Value | Missing | None,
-    tolerance: Tolerance,
-    *,
-    accumulated: bool = False,
-) -> Difference | None:
-    """Recursive equality within tolerance; None when equal."""
-    if isinstance(want, Missing):
-        return None  # nothing to compare with (the engine rejects such references)
-    if want is None:
-        return None if got is None else _other(got, want)
-    if isinstance(got, Missing):
-        return Difference("missing-name", "not defined")
-    if isinstance(want, TensorValue):
-        if not isinstance(got, TensorValue):
-            return _wrong_type(got, want)
-        return compare_tensors(got, want, tolerance, accumulated=accumulated)
-    if isinstance(want, NdarrayValue):
-        return _compare_arrays(got, want, tolerance, accumulated)
-    if isinstance(want, ScalarValue):
-        return _compare_scalars(got, want, tolerance, accumulated)
-    if isinstance(want, ListValue):
-        return _compare_lists(got, want, tolerance, accumulated)
-    if isinstance(want, DictValue):
-        return _compare_dicts(got, want, tolerance, accumulated)
-    if isinstance(want, ModuleValue):
-        return _compare_modules(got, want, tolerance, accumulated)
-    if isinstance(want, ExceptionValue):
-        if not isinstance(got, ExceptionValue):
-            return _wrong_type(got, want)
-        if got.type != want.type or normalise(want.message) not in normalise(got.message):
-            return Difference("wrong-value", f"got {show(got)}, expected {show(want)}")
-        return None
-    if isinstance(want, ObjectValue) and (
-        not isinstance(got, ObjectValue) or got.type != want.type
-    ):
-        return _wrong_type(got, want)
-    return None
-
-
-def _other(got: Value | Missing | None, want: Value | Missing | None) -> Difference:
-    return Difference("wrong-value", f"got {show(got)}, expected {show(want)}")
-
-
-def _wrong_type(got: Value | Missing | None, want: Value) -> Difference:
-    if isinstance(got, Missing):
-        return Difference("missing-name", "not defined")
-    return Difference("wrong-type", f"holds {kind_name(got)}, expected {kind_name(want)}")
-
-
-def _compare_arrays(
-    got: Value | Missing | None, want: NdarrayValue, tolerance: Tolerance, accumulated: bool
-) -> Difference | None:
-    if not isinstance(got, NdarrayValue):
-        return _wrong_type(got, want)
-    if got.shape != want.shape:
-        return Difference("shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}")
-    if got.dtype != want.dtype:
-        return Difference("dtype-mismatch", f"dtype {got.dtype}, expected {want.dtype}")
-    found = compare_numbers(
-        got.floats(), want.floats(), tolerance.for_dtype(want.dtype), accumulated=accumulated
-    )
-    if found is None:
-        return None
-    return Difference(found.slug, f"got {show(got)}, expected {show(want)}")
-
-
-def _compare_scalars(
-    got: Value | Missing | None, want: ScalarValue, tolerance: Tolerance, accumulated: bool
-) -> Difference | None:
-    if want.kind == "number":
-        if isinstance(got, TensorValue) and got.numel == 1:
-            numbers = got.floats()
-        elif isinstance(got, ScalarValue) and got.kind == "number":
-            numbers = [float(got.value)]  # type: ignore[arg-type]
-        else:
-            return _wrong_type(got, want)
-        found = compare_numbers(
-            numbers,
-            [float(want.value)],  # type: ignore[arg-type]
-            tolerance.for_dtype(None),
-            accumulated=accumulated,
-        )
-        if found is None:
-            return None
-        return Difference(found.slug, f"got {show(got)}, expected {show(want)}")
-    if not isinstance(got, ScalarValue) or got.kind != want.kind:
-        return _wrong_type(got, want)
-    if want.kind == "str" and normalise(str(got.value)) == normalise(str(want.value)):
-        return None
-    if got.value == want.value:
-        return None
-    return Difference("wrong-value", f"got {show(got)}, expected {show(want)}")
-
-
-def _compare_lists(
-    got: Value | Missing | None, want: ListValue, tolerance: Tolerance, accumulated: bool
-) -> Difference | None:
-    if not isinstance(got, ListValue):
-        return _wrong_type(got, want)
-    if len(got.items) != len(want.items):
-        return Difference(
-            "wrong-value",
-            f"{len(got.items)} items, expected {len(want.items)}: got {show(got)}, "
-            f"expected {show(want)}",
-        )
-    for index, (mine, theirs) in enumerate(zip(got.items, want.items, strict=True)):
-        found = compare_values(mine, theirs, tolerance, accumulated=accumulated)
-        if found is not None:
-            return Difference(found.slug, f"item {index}: {found.message}")
-    return None
-
-
-def _compare_dicts(
-    got: Value | Missing | None, want: DictValue, tolerance: Tolerance, accumulated: bool
-) -> Difference | None:
-    if not isinstance(got, DictValue):
-        return _wrong_type(got, want)
-    missing = [k for k in want.items if k not in got.items]
-    if missing:
-        return Difference("missing-name", f"key {missing[0]!r} is missing")
-    for key, theirs in want.items.items():
-        found = compare_values(got.items[key], theirs, tolerance, accumulated=accumulated)
-        if found is not None:
-            return Difference(found.slug, f"[{key!r}]: {found.message}")
-    return None
-
-
-def _compare_modules(
-    got: Value | Missing | None, want: ModuleValue, tolerance: Tolerance, accumulated: bool
-) -> Difference | None:
-    if not isinstance(got, ModuleValue):
-        return _wrong_type(got, want)
-    if set(got.params) != set(want.params):
-        return Difference(
-            "wrong-type", f"parameters {sorted(got.params)}, expected {sorted(want.params)}"
-        )
-    for name, theirs in want.params.items():
-        found = compare_tensors(got.params[name], theirs, tolerance, accumulated=accumulated)
-        if found is not None:
-            return Difference(found.slug, f"parameter {name}: {found.message}")
-    return None
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.split())

@@ -8,20 +8,27 @@ import re
 from collections.abc import Sequence
 
 from grader import diagnose
-from grader.capture import BackwardCall, Capture
+from grader.capture import BackwardCall, Capture, ListValue, Value
 from grader.checks.base import (
-    NUMBER_TOLERANCE,
     Outcome,
-    Tolerance,
     Trial,
     accumulated,
-    compare_values,
     each_trial,
+    expected_grads_present,
     failed,
-    fmt_number,
+    no_backward,
     passed,
-    show,
     stale_names,
+)
+from grader.checks.compare import (
+    NUMBER_TOLERANCE,
+    Tolerance,
+    compare_values,
+)
+from grader.checks.formatting import (
+    Missing,
+    fmt_number,
+    show,
 )
 from grader.spec import CheckSpec
 
@@ -36,11 +43,15 @@ def _calls_word(count: int) -> str:
 
 def check_backward_calls(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     facts = [f for f in ("count", "retain_graph", "gradient_given") if spec.option(f)]
-    facts = facts or ["count"]
+    steps_match = bool(spec.option("steps_match"))
+    if not facts and not steps_match:
+        facts = ["count"]
 
     def one(trial: Trial) -> Outcome:
         mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
-        if len(mine) != len(theirs):
+        if not mine and no_backward(trial) and theirs:
+            return failed("backward() was never called", _count_slug(trial))
+        if facts and len(mine) != len(theirs):
             return failed(f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial))
         for fact in ("retain_graph", "gradient_given"):
             if fact not in facts:
@@ -53,53 +64,88 @@ def check_backward_calls(learner: Capture, reference: Capture, spec: CheckSpec) 
                         f"backward call {index + 1}: {fact} is {a}, expected {b}",
                         "wrong-value",
                     )
+        if steps_match and learner.optimizer_steps != len(mine):
+            # No step at all: the parameters never move (the loss stays flat).
+            slug = "loss-flat" if learner.optimizer_steps == 0 else "wrong-value"
+            return failed(
+                f"{_calls_word(len(mine))} but {learner.optimizer_steps} optimizer steps: "
+                "expected one backward() per optimizer.step()",
+                slug,
+            )
+        if steps_match and not facts:
+            return passed(f"one backward call per optimizer step ({len(mine)} steps)")
         return passed(f"{_calls_word(len(mine))}, as expected")
 
-    return each_trial(learner, reference, one, "backward calls as expected")
+    return each_trial(learner, reference, one, "backward calls as expected", spec)
 
 
 def _count_slug(trial: Trial) -> str:
     mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
     if len(mine) > len(theirs) and accumulated(trial):
         return "forgot-zero-grad"
-    if not mine and not trial.learner_calls and trial.learner_exception is None:
-        return "hard-coded"
+    if not mine and no_backward(trial) and trial.learner_exception is None:
+        return "hard-coded" if expected_grads_present(trial) else "no-backward"
     return "wrong-value"
 
 
 def check_grad_history(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
     tolerance = Tolerance.of(spec)
+    variants = spec.option("variants") or {}
 
     def one(trial: Trial) -> Outcome:
-        mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
-        stale = any(stale_names(c, [target]) for c in mine) and not any(
-            stale_names(c, [target]) for c in theirs
-        )
-        for index, want_call in enumerate(theirs):
-            if index >= len(mine):
-                return failed(
-                    f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial)
-                )
-            got = mine[index].grads_after.get(target)
-            want = want_call.grads_after.get(target)
-            if want is not None and got is None:
-                return failed(
-                    f"after backward call {index + 1}: {target}.grad is None, "
-                    f"expected {show(want)}",
-                    "graph-broken",
-                )
-            diff = compare_values(got, want, tolerance, accumulated=stale or accumulated(trial))
-            if diff is not None:
-                return failed(
-                    f"after backward call {index + 1}: {target}.grad {diff.message}",
-                    "forgot-zero-grad" if stale and diff.slug == "wrong-value" else diff.slug,
-                )
-        if len(mine) > len(theirs):
-            return failed(f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial))
-        return passed(f"{target}.grad is correct after every backward call")
+        found = _history_difference(trial, target, tolerance)
+        if found is None:
+            return passed(f"{target}.grad is correct after every backward call")
+        message, slug = found
+        history = [c.grads_after.get(target) for c in trial.ok_learner_calls]
+        data = {
+            "label": f"{target}.grad after each backward call",
+            "got": [show(v) for v in history[:SHOWN_LOSSES]],
+            "want": [
+                show(c.grads_after.get(target)) for c in trial.ok_reference_calls[:SHOWN_LOSSES]
+            ],
+        }
+        for variant, key in variants.items():
+            if _matches_history(history, trial.want(key), tolerance):
+                return failed(message, variant, **data)
+        return failed(message, slug, **data)
 
-    return each_trial(learner, reference, one, f"{target}.grad history is correct")
+    return each_trial(learner, reference, one, f"{target}.grad history is correct", spec)
+
+
+def _matches_history(history: list[Value | None], variant: Value | Missing, tol: Tolerance) -> bool:
+    """Do the learner's grads after each call equal a variant (a list, one per call)?"""
+    if not isinstance(variant, ListValue) or len(variant.items) != len(history):
+        return False
+    return all(
+        got is not None and compare_values(got, want, tol) is None
+        for got, want in zip(history, variant.items, strict=True)
+    )
+
+
+def _history_difference(trial: Trial, target: str, tolerance: Tolerance) -> tuple[str, str] | None:
+    mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+    stale = any(stale_names(c, [target]) for c in mine) and not any(
+        stale_names(c, [target]) for c in theirs
+    )
+    for index, want_call in enumerate(theirs):
+        if index >= len(mine):
+            return f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial)
+        got = mine[index].grads_after.get(target)
+        want = want_call.grads_after.get(target)
+        if want is not None and got is None:
+            message = (
+                f"after backward call {index + 1}: {target}.grad is None, expected {show(want)}"
+            )
+            return message, "graph-broken"
+        diff = compare_values(got, want, tolerance, accumulated=stale or accumulated(trial))
+        if diff is not None:
+            slug = "forgot-zero-grad" if stale and diff.slug == "wrong-value" else diff.slug
+            return f"after backward call {index + 1}: {target}.grad {diff.message}", slug
+    if len(mine) > len(theirs):
+        return f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial)
+    return None
 
 
 def losses(calls: Sequence[BackwardCall]) -> list[float]:
@@ -122,16 +168,36 @@ def check_loss_curve(learner: Capture, reference: Capture, spec: CheckSpec) -> O
             return _properties(mine, spec, trial)
         return _pointwise(mine, losses(trial.reference_calls), spec, trial)
 
-    return each_trial(learner, reference, one, "the loss curve is as expected")
+    return each_trial(learner, reference, one, "the loss curve is as expected", spec)
 
 
 def _curve_slug(mine: Sequence[float], trial: Trial) -> str:
+    """Pointwise mode: the reference's step count is the learner's too, so more backward
+    calls than the reference's are evidence of an accumulation."""
     shape = diagnose.curve_slug(mine)
     if shape == "loss-diverges":
         return shape
     if accumulated(trial):
         return "forgot-zero-grad"
     return shape or "wrong-value"
+
+
+def _property_slug(mine: Sequence[float], trial: Trial, *, falls: bool) -> str:
+    """Properties mode: the step count is the learner's choice, so only stale grads
+    before the learner's backward calls (where the reference's were fresh) show an
+    accumulation; otherwise the curve's shape names the mistake."""
+    shape = diagnose.curve_slug(mine)
+    if shape == "loss-diverges":
+        return shape
+    if _stale(trial.ok_learner_calls) and not _stale(trial.ok_reference_calls):
+        return "forgot-zero-grad"
+    if falls:
+        return shape or "loss-flat"
+    return diagnose.unconverged_slug(mine)
+
+
+def _stale(calls: Sequence[BackwardCall]) -> bool:
+    return any(stale_names(call) for call in calls)
 
 
 def _pointwise(mine: list[float], theirs: list[float], spec: CheckSpec, trial: Trial) -> Outcome:
@@ -155,20 +221,22 @@ def _pointwise(mine: list[float], theirs: list[float], spec: CheckSpec, trial: T
 
 def _properties(mine: list[float], spec: CheckSpec, trial: Trial) -> Outcome:
     if not mine:
-        return failed("no loss was recorded: no backward() on a scalar loss ran", "loss-flat")
+        slug = "no-backward" if no_backward(trial) else "loss-flat"
+        return failed("no loss was recorded: no backward() on a scalar loss ran", slug)
     min_steps, max_steps = spec.option("min_steps"), spec.option("max_steps")
     if min_steps is not None and len(mine) < min_steps:
         return failed(f"{len(mine)} training steps, expected at least {min_steps}")
     if max_steps is not None and len(mine) > max_steps:
         return failed(f"{len(mine)} training steps, expected at most {max_steps}")
     if spec.option("falls") and diagnose.curve_slug(mine) is not None:
-        return failed(f"the loss does not fall: {_shown(mine)}", _curve_slug(mine, trial))
+        slug = _property_slug(mine, trial, falls=True)
+        return failed(f"the loss does not fall: {_shown(mine)}", slug)
     below = spec.option("final_below")
     if below is not None and not mine[-1] < below:
         return failed(
             f"the final loss {fmt_number(mine[-1])} is not below {fmt_number(below)}: "
             f"{_shown(mine)}",
-            _curve_slug(mine, trial) if diagnose.curve_slug(mine) else "loss-flat",
+            _property_slug(mine, trial, falls=False),
         )
     return passed(f"the loss curve has the expected properties: {_shown(mine)}")
 
@@ -187,7 +255,7 @@ def check_fresh_grads(learner: Capture, reference: Capture, spec: CheckSpec) -> 
                 )
         return passed("gradients were cleared before every backward call")
 
-    return each_trial(learner, reference, one, "gradients were cleared before every backward")
+    return each_trial(learner, reference, one, "gradients were cleared before every backward", spec)
 
 
 def check_raises(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
@@ -204,7 +272,7 @@ def check_raises(learner: Capture, reference: Capture, spec: CheckSpec) -> Outco
             return failed(f"raised {mine.type}, expected {theirs.type}")
         return passed(f"raised {theirs.type}, as expected")
 
-    return each_trial(learner, reference, one, "exceptions as expected")
+    return each_trial(learner, reference, one, "exceptions as expected", spec)
 
 
 def _numbers(text: str) -> list[tuple[float, str]]:
@@ -233,7 +301,7 @@ def check_stdout(learner: Capture, reference: Capture, spec: CheckSpec) -> Outco
                 return failed(f"printed line {index + 1} is {a!r}, expected {b!r}")
         return failed(f"printed {len(mine)} lines, expected {len(theirs)}")
 
-    return each_trial(learner, reference, one, "the printed output is as expected")
+    return each_trial(learner, reference, one, "the printed output is as expected", spec)
 
 
 def _lines(text: str) -> list[str]:
@@ -269,4 +337,4 @@ def check_no_error(learner: Capture, reference: Capture, spec: CheckSpec) -> Out
             return failed(f"raised {mine.type}{where}: {mine.message}", "crashed")
         return passed("ran without an error")
 
-    return each_trial(learner, reference, one, "your code ran without an error")
+    return each_trial(learner, reference, one, "your code ran without an error", spec)

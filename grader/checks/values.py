@@ -13,19 +13,24 @@ from grader.capture import (
     Value,
 )
 from grader.checks.base import (
-    Difference,
-    Missing,
     Outcome,
-    Tolerance,
     Trial,
     accumulated,
-    compare_tensors,
-    compare_values,
     each_trial,
     failed,
-    kind_name,
-    normalise,
+    missing_grad_slug,
     passed,
+)
+from grader.checks.compare import (
+    Difference,
+    Tolerance,
+    compare_tensors,
+    compare_values,
+    normalise,
+)
+from grader.checks.formatting import (
+    Missing,
+    kind_name,
     show,
 )
 from grader.spec import CheckSpec
@@ -44,10 +49,15 @@ def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
             return passed(f"{target} is correct")
         for slug, key in (spec.option("variants") or {}).items():
             if compare_values(got, trial.want(key), tolerance) is None:
-                return failed(f"{target}: {diff.message}", slug, got=show(got), want=show(want))
-        return failed(f"{target}: {diff.message}", diff.slug, got=show(got), want=show(want))
+                return failed(f"{target}: {diff.message}", slug, **_pair(target, got, want))
+        return failed(f"{target}: {diff.message}", diff.slug, **_pair(target, got, want))
 
-    return each_trial(learner, reference, one, f"{target} is correct")
+    return each_trial(learner, reference, one, f"{target} is correct", spec)
+
+
+def _pair(label: str, got: Value | Missing, want: Value | Missing) -> dict[str, str]:
+    """The web's expected-vs-got row (each_trial drops it for hidden cases)."""
+    return {"label": label, "got": show(got), "want": show(want)}
 
 
 def _grad_difference(
@@ -59,7 +69,7 @@ def _grad_difference(
             return None
         return Difference("wrong-value", f"{label}.grad is {show(mine)}, expected None")
     if mine is None:
-        slug = "graph-broken" if got.is_leaf else "missing-retain-grad"
+        slug = missing_grad_slug(got, trial)
         return Difference(slug, f"{label}.grad is None, expected {show(theirs)}")
     diff = compare_tensors(mine, theirs, tolerance, accumulated=accumulated(trial))
     if diff is None:
@@ -97,6 +107,14 @@ def _has_grads(value: Value | Missing) -> bool:
     return False
 
 
+def _grads_shown(value: Value | Missing) -> str:
+    if isinstance(value, TensorValue):
+        return show(value.grad)
+    if isinstance(value, ModuleValue):
+        return ", ".join(f"{k}: {show(p.grad)}" for k, p in value.params.items())
+    return show(value)
+
+
 def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
     tolerance = Tolerance.of(spec)
@@ -110,12 +128,13 @@ def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome
                     f"{target}.grad has the expected value but no backward() ran", "hard-coded"
                 )
             return passed(f"{target}.grad is correct")
+        data = {"label": f"{target}.grad", "got": _grads_shown(got), "want": _grads_shown(want)}
         for slug, key in (spec.option("variants") or {}).items():
             if _grads_difference(got, trial.want(key), target, tolerance, trial) is None:
-                return failed(diff.message, slug)
-        return failed(diff.message, diff.slug)
+                return failed(diff.message, slug, **data)
+        return failed(diff.message, diff.slug, **data)
 
-    return each_trial(learner, reference, one, f"{target}.grad is correct")
+    return each_trial(learner, reference, one, f"{target}.grad is correct", spec)
 
 
 FACT_NAMES = {"requires_grad": "requires_grad", "is_leaf": "is_leaf", "grad_fn": "grad_fn"}
@@ -142,7 +161,7 @@ def check_graph(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         )
         return failed(details, "graph-broken" if broken else "wrong-value")
 
-    return each_trial(learner, reference, one, f"{target}'s graph facts are correct")
+    return each_trial(learner, reference, one, f"{target}'s graph facts are correct", spec)
 
 
 def _text_of(value: Value | Missing) -> str | None:
@@ -151,6 +170,18 @@ def _text_of(value: Value | Missing) -> str | None:
     if isinstance(value, ExceptionValue):
         return value.message
     return None
+
+
+def _hit(text: str, trial: Trial, *, reference: bool) -> bool:
+    """Did the run hit an error (a recorded backward error or its uncaught exception)
+    whose message contains `text`?"""
+    calls = trial.reference_calls if reference else trial.learner_calls
+    exception = trial.reference_exception if reference else trial.learner_exception
+    messages = [c.error.message for c in calls if c.error is not None]
+    if exception is not None:
+        messages.append(exception.message)
+    wanted = normalise(text)
+    return bool(wanted) and any(wanted in normalise(m) for m in messages)
 
 
 def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
@@ -164,6 +195,14 @@ def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outc
         if mine is None:
             return failed(f"{target} holds {kind_name(got)}, expected a message", "wrong-type")
         if normalise(theirs or "") in normalise(mine):
+            if _hit(theirs or "", trial, reference=True) and not _hit(
+                theirs or "", trial, reference=False
+            ):
+                return failed(
+                    f"{target} holds the expected message, but your code never hit an error "
+                    "with that message: it was typed in, not caught",
+                    "hard-coded",
+                )
             return passed(f"{target} holds the expected message")
         slug = diagnose.error_slug(mine)
         if slug == diagnose.error_slug(theirs or ""):
@@ -173,7 +212,7 @@ def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outc
             slug or "wrong-value",
         )
 
-    return each_trial(learner, reference, one, f"{target} holds the expected message")
+    return each_trial(learner, reference, one, f"{target} holds the expected message", spec)
 
 
 def _gradcheck_ok(value: Value | Missing) -> tuple[bool, str]:
@@ -200,4 +239,38 @@ def check_gradcheck(learner: Capture, reference: Capture, spec: CheckSpec) -> Ou
         detail = f": {note}" if note else ""
         return failed(f"torch.autograd.gradcheck fails: backward does not match{detail}")
 
-    return each_trial(learner, reference, one, "torch.autograd.gradcheck passes")
+    return each_trial(learner, reference, one, "torch.autograd.gradcheck passes", spec)
+
+
+def check_device(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    """The tensor, or every parameter of the module, lives on the worker's device (the
+    capture's top-level device: "cuda" when the sandbox sees a GPU, else "cpu")."""
+    target = spec.target or ""
+    wanted = learner.device
+
+    def one(trial: Trial) -> Outcome:
+        got = trial.got(target)
+        if isinstance(got, Missing):
+            return failed(f"{target} is not defined", "missing-name")
+        if isinstance(got, TensorValue):
+            tensors = {target: got}
+        elif isinstance(got, ModuleValue):
+            tensors = {f"{target}.{k}": p for k, p in got.params.items()}
+        else:
+            return failed(
+                f"{target} holds {kind_name(got)}, expected a tensor or module", "wrong-type"
+            )
+        for label, tensor in tensors.items():
+            if tensor.device_type != wanted:
+                return failed(
+                    f"{label} is on {tensor.device}, but this worker's device is {wanted}",
+                    "device-mismatch",
+                    label=f"{label} device",
+                    got=tensor.device,
+                    want=wanted,
+                )
+        return passed(f"{target} is on the worker's device ({wanted})")
+
+    return each_trial(
+        learner, reference, one, f"{target} is on the worker's device ({wanted})", spec
+    )

@@ -104,6 +104,24 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
         "loss-diverges",
     ),
     (
+        "not-converged",
+        "tiny-training",
+        (
+            "import torch\n\nx = torch.tensor([1.0, 2.0, 3.0])\nw = torch.zeros(1, "
+            "requires_grad=True)\noptimizer = torch.optim.SGD([w], lr=0.005)\n"
+            "for step in range(20):\n    optimizer.zero_grad()\n"
+            "    loss = ((w * x - 2 * x) ** 2).mean()\n    loss.backward()\n"
+            "    optimizer.step()\n    print(loss.item())\n"
+        ),
+        "not-converged",
+    ),
+    (
+        "no-backward",
+        "vector-square",
+        HEADER + VECTOR + RETAIN + SUM + "print(x.grad)\n",
+        "no-backward",
+    ),
+    (
         "hard-coded",
         "first-gradient",
         HEADER + "x = torch.tensor(5.0, requires_grad=True)\ny = x**2\n"
