@@ -16,6 +16,9 @@ PRIVATE_REDIS_PORT="${PRIVATE_REDIS_PORT:-6390}"
 PY=.venv/bin/python
 VAR="${GRADLAB_VAR_DIR:-var}"
 QUEUES="${GRADLAB_QUEUE_CPU:-grading},${GRADLAB_QUEUE_GPU:-grading-gpu}"
+# Keep one sandbox per worker process started and torch-imported before its job arrives
+# (still one sandbox per job): feedback in about 0.5 s instead of 1.5 s.
+export GRADLAB_SANDBOX_WARM="${GRADLAB_SANDBOX_WARM:-1}"
 mkdir -p "$VAR"
 
 log() { echo "run: $*" >&2; }
