@@ -20,16 +20,8 @@ from grader.checks.base import (
     passed,
     stale_names,
 )
-from grader.checks.compare import (
-    NUMBER_TOLERANCE,
-    Tolerance,
-    compare_values,
-)
-from grader.checks.formatting import (
-    Missing,
-    fmt_number,
-    show,
-)
+from grader.checks.compare import NUMBER_TOLERANCE, Tolerance, compare_values
+from grader.checks.formatting import Missing, fmt_number, show
 from grader.spec import CheckSpec
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan", re.IGNORECASE)

@@ -21,18 +21,8 @@ from grader.checks.base import (
     missing_grad_slug,
     passed,
 )
-from grader.checks.compare import (
-    Difference,
-    Tolerance,
-    compare_tensors,
-    compare_values,
-    normalise,
-)
-from grader.checks.formatting import (
-    Missing,
-    kind_name,
-    show,
-)
+from grader.checks.compare import Difference, Tolerance, compare_tensors, compare_values, normalise
+from grader.checks.formatting import Missing, kind_name, show
 from grader.spec import CheckSpec
 
 

@@ -53,6 +53,18 @@ def test_content_hash_is_stable_and_changes_with_any_file() -> None:
             "checks[0].rtol: must be a non-negative",
         ),
         (('slug = "first-gradient"', 'slug = "First Gradient"'), "slug:"),
+        (
+            ('type = "grad"', 'type = "grad"\ndiagnosis = "typo"'),
+            "checks[0].diagnosis: 'typo' is not a known diagnosis",
+        ),
+        (
+            ('type = "grad"', 'type = "grad"\nsteps_match = true'),
+            "checks[0].steps_match: unknown field",
+        ),
+        (
+            ('type = "grad"', 'type = "device"\nrtol = 0.1'),
+            "checks[0].rtol: unknown field",
+        ),
     ],
 )
 def test_malformed_manifest_names_the_file_and_the_field(
@@ -129,3 +141,15 @@ def test_limits_are_validated() -> None:
     files = files_with()
     files["exercise.toml"] += "\n[limits]\nmemory_mb = 256\n"
     assert Package.from_files(files).manifest.limits.memory_mb == 256
+
+
+def test_new_check_options_are_accepted_where_they_belong() -> None:
+    manifest = load_package(REPO / "exercises" / "training-loop").manifest
+    steps = next(c for c in manifest.checks if c.type == "backward_calls")
+    assert (steps.option("steps_match"), steps.option("diagnosis")) == (True, "extra-backward")
+    history = next(
+        c
+        for c in load_package(REPO / "exercises" / "gradient-accumulation").manifest.checks
+        if c.type == "grad_history"
+    )
+    assert history.option("variants") == {"cleared-between-passes": "_history_if_cleared_between"}
