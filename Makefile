@@ -33,6 +33,7 @@ run: sandbox
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy grader platform
 
 pytest:
 	bash scripts/test.sh

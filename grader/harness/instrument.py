@@ -7,7 +7,7 @@ wrapper records the call, then calls the original; an error is recorded and re-r
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -35,7 +35,10 @@ class Recorder:
 
     def install(self) -> None:
         autograd = torch.autograd
-        torch.Tensor.backward = self._wrap(torch.Tensor.backward, "Tensor.backward", "self")
+        # Replacing the method is the point: every learner call goes through the recorder.
+        torch.Tensor.backward = self._wrap(  # type: ignore[method-assign]
+            torch.Tensor.backward, "Tensor.backward", "self"
+        )
         autograd.backward = self._wrap(autograd.backward, "autograd.backward", "tensors")
         autograd.grad = self._wrap(autograd.grad, "autograd.grad", "outputs")
         from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -52,6 +55,7 @@ class Recorder:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if recorder._depth > 0:
                 return original(*args, **kwargs)
+            bound: Mapping[str, Any]
             try:
                 bound = signature.bind(*args, **kwargs).arguments
             except TypeError:

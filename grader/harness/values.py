@@ -47,6 +47,7 @@ def _flat(tensor: torch.Tensor, max_elements: int) -> tuple[list[Any], bool]:
 
 
 def plain_tensor(tensor: torch.Tensor, max_elements: int) -> dict[str, Any]:
+    data: list[Any]
     if tensor.device.type == "meta":  # no data to read: shape, dtype and device only
         data, truncated = [], tensor.numel() > 0
     else:
