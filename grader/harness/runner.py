@@ -33,6 +33,21 @@ MAX_TRACEBACK = 8_000
 SEED = 0
 
 
+class CappedBytes(io.RawIOBase):
+    """sys.stdout.buffer of the code under test: bytes are decoded into the capped text."""
+
+    def __init__(self, text: CappedText) -> None:
+        self.text = text
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self.text.write(chunk.decode("utf-8", "replace"))
+        return len(chunk)
+
+
 class CappedText(io.TextIOBase):
     """sys.stdout of the code under test: keeps the first `cap` characters."""
 
@@ -41,6 +56,11 @@ class CappedText(io.TextIOBase):
         self.parts: list[str] = []
         self.size = 0
         self.truncated = False
+        self.buffer = CappedBytes(self)
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
 
     def writable(self) -> bool:
         return True

@@ -136,6 +136,20 @@ def test_stdout_and_tensors_are_capped(sandbox: Sandbox) -> None:
     assert big.shape == (250_000,) and len(big.data) == 500
 
 
+def test_learner_output_written_as_bytes_or_through_sys_stdout_is_captured(
+    sandbox: Sandbox,
+) -> None:
+    code = (
+        "import sys\n"
+        "sys.stdout.buffer.write('grad \u2207 ok\\n'.encode())\n"
+        "sys.stdout.write(f'{sys.stdout.encoding}\\n')\n"
+        "print('done', flush=True)\n"
+    )
+    capture = run_script(sandbox, code, [])
+    assert capture.exception is None
+    assert capture.stdout == "grad \u2207 ok\nutf-8\ndone\n"
+
+
 def test_non_finite_values_survive_the_json_round_trip(sandbox: Sandbox) -> None:
     code = "import torch\nt = torch.tensor([float('nan'), float('inf'), -float('inf'), 1.5])\n"
     capture = run_script(sandbox, code, ["t"])
