@@ -51,16 +51,14 @@ class CappedBytes(io.RawIOBase):
 class CappedText(io.TextIOBase):
     """sys.stdout of the code under test: keeps the first `cap` characters."""
 
+    encoding = "utf-8"
+
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.parts: list[str] = []
         self.size = 0
         self.truncated = False
         self.buffer = CappedBytes(self)
-
-    @property
-    def encoding(self) -> str:
-        return "utf-8"
 
     def writable(self) -> bool:
         return True

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest, SandboxResult
 from grader.sandbox import cgroups
+from grader.sandbox.environment import harness_env
 from grader.sandbox.process import Exchange, exchange
 
 log = logging.getLogger(__name__)
@@ -59,13 +60,11 @@ HARNESS_ENV = "GRADLAB_SANDBOX_HARNESS"
 # Inside the sandbox.
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
-SANDBOX_USER_NAME = "learner"
 SANDBOX_HOSTNAME = "gradlab-sandbox"
 RUNTIME_MOUNT = "/runtime"
 HARNESS_MOUNT = "/harness"
 HARNESS_COMMAND = ("python", "-I", "-B", f"{HARNESS_MOUNT}/main.py")
 SANDBOX_PATH = f"{RUNTIME_MOUNT}/bin:/usr/bin:/bin"
-SANDBOX_THREADS = "1"
 
 # Limits that grader.protocol.Limits does not carry.
 OPEN_FILES = 256
@@ -504,19 +503,7 @@ def _process_count(uid: int) -> int:
 
 
 def _sandbox_env(device: str) -> dict[str, str]:
-    return {
-        "PATH": SANDBOX_PATH,
-        "HOME": "/tmp",
-        "TMPDIR": "/tmp",
-        "LANG": "C.UTF-8",
-        "USER": SANDBOX_USER_NAME,
-        "LOGNAME": SANDBOX_USER_NAME,
-        "OMP_NUM_THREADS": SANDBOX_THREADS,
-        "MKL_NUM_THREADS": SANDBOX_THREADS,
-        "OPENBLAS_NUM_THREADS": SANDBOX_THREADS,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "GRADLAB_DEVICE": device,
-    }
+    return {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", **harness_env(device)}
 
 
 def _root_links() -> Iterator[str]:

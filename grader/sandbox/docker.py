@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest, SandboxResult
+from grader.sandbox.environment import harness_env
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +47,8 @@ DEFAULT_IMAGE = "gradlab-sandbox:latest"
 
 HARNESS_COMMAND = ("python", "-I", "-B", "/harness/main.py")
 SANDBOX_USER = "10001:10001"  # a bare uid:gid (the image has no accounts at all)
-SANDBOX_USER_NAME = "learner"  # USER/LOGNAME, for getpass.getuser() without a passwd file
 SANDBOX_HOSTNAME = "gradlab-sandbox"
 SANDBOX_WORKDIR = "/tmp"
-SANDBOX_THREADS = "1"
 
 # Labels: what the janitor and the configuration test look for.
 LABEL_ROLE = "org.gradlab.role"
@@ -371,18 +370,8 @@ def _connect(base_url: str | None) -> Any:
 
 
 def _sandbox_env(device: str) -> dict[str, str]:
-    """The whole environment of the harness beyond the image's (PATH, LANG, HOME)."""
-    return {
-        "HOME": SANDBOX_WORKDIR,
-        "TMPDIR": SANDBOX_WORKDIR,
-        "USER": SANDBOX_USER_NAME,
-        "LOGNAME": SANDBOX_USER_NAME,
-        "OMP_NUM_THREADS": SANDBOX_THREADS,
-        "MKL_NUM_THREADS": SANDBOX_THREADS,
-        "OPENBLAS_NUM_THREADS": SANDBOX_THREADS,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "GRADLAB_DEVICE": device,
-    }
+    """The whole environment of the harness beyond the image's (PATH, LANG)."""
+    return harness_env(device, workdir=SANDBOX_WORKDIR)
 
 
 def _ulimits(limits: Limits) -> list[Any]:
