@@ -76,7 +76,7 @@ def test_grad_expected_none_and_got_none_passes() -> None:
     ("learner", "slug"),
     [
         (tensor([1.0, 1.0], [1, 2], grad=[2.0, 4.0]), "shape-mismatch"),
-        (tensor([1.0, 1.0], dtype="float64", grad=[2.0, 4.0]), "dtype-mismatch"),
+        (tensor([1.0, 1.0], dtype="float16", grad=[2.0, 4.0]), "dtype-mismatch"),
         (tensor([1.0, 1.0], device="cuda:0", grad=[2.0, 4.0]), "device-mismatch"),
         ({"kind": "number", "value": 2.0}, "wrong-type"),
     ],
@@ -84,6 +84,20 @@ def test_grad_expected_none_and_got_none_passes() -> None:
 def test_grad_reports_shape_dtype_device_and_type_mismatches(learner: Any, slug: str) -> None:
     outcome = run("grad", script_capture({"x": learner}), grads([2.0, 4.0]), "x")
     assert outcome.diagnosis == slug
+
+
+def test_a_more_precise_float_dtype_is_accepted_at_the_references_tolerance() -> None:
+    learner = script_capture({"x": tensor([1.0, 1.0], dtype="float64", grad=[2.0, 4.0000001])})
+    assert run("grad", learner, grads([2.0, 4.0]), "x").passed
+
+
+def test_a_single_number_is_accepted_in_any_shape_of_one_element() -> None:
+    want = script_capture({"x": tensor([1.0], [], grad=[10.0])})
+    for shape in ([1], [1, 1]):
+        learner = script_capture({"x": tensor([1.0], shape, grad=[10.0])})
+        assert run("grad", learner, want, "x").passed, shape
+    wrong = script_capture({"x": tensor([1.0], [1], grad=[-10.0])})
+    assert run("grad", wrong, want, "x").diagnosis == "sign-error"
 
 
 def test_device_any_ignores_the_device() -> None:

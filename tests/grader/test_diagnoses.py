@@ -153,7 +153,7 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
     (
         "dtype-mismatch",
         "vector-square",
-        HEADER + "x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, "
+        HEADER + "x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16, "
         "requires_grad=True)\n" + RETAIN + SUM + "loss.backward()\n",
         "dtype-mismatch",
     ),
