@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gradlab_fixtures import wait_for
 
 from grader.diagnose import DIAGNOSES
 
@@ -22,7 +23,6 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADING_TIMEOUT_MS = 120_000  # the first run of an exercise also runs its reference
-GRADED_TIMEOUT_S = 120.0
 JOB_TIMEOUT_MS = 300_000  # validation runs every known solution in its own sandbox
 MODULE = "autograd-backprop"
 TABLET = {"width": 820, "height": 1180}
@@ -220,7 +220,7 @@ def test_editor_indents_with_tab_and_escape_moves_focus_to_the_submit_button(
 def test_instructor_validates_the_package_and_regrades_after_it_changed(
     live_server: Any,
     signed_in: Any,
-    course: Any,
+    catalog: Any,
     alice_learner: Any,
     bob_instructor: Any,
     grading_worker: Any,
@@ -231,8 +231,8 @@ def test_instructor_validates_the_package_and_regrades_after_it_changed(
 
     wrong = exercise_file("chain-rule", "wrong/forgot-requires-grad.py")
     submission, _ = submission_create(learner=alice_learner, exercise_slug="chain-rule", code=wrong)
-    old_score = wait_graded(submission.pk).score
-    new_version_moving_a_point(course, "chain-rule", from_type="grad", to_type="value")
+    old_score = wait_for(lambda: graded(submission.pk), what="grading").score
+    new_version_moving_a_point(catalog, "chain-rule", from_type="grad", to_type="value")
 
     teacher = signed_in(bob_instructor)
     teacher.goto(f"{live_server.url}/teach/{MODULE}/exercises/chain-rule/")
@@ -252,17 +252,14 @@ def test_instructor_validates_the_package_and_regrades_after_it_changed(
     assert page_problems.errors == []
 
 
-def wait_graded(submission_id: int) -> Any:
+def graded(submission_id: int) -> Any:
+    """The submission once graded (for wait_for), None while it is still pending."""
     from submissions.models import Submission
 
-    deadline = time.monotonic() + GRADED_TIMEOUT_S
-    while time.monotonic() < deadline:
-        submission = Submission.objects.get(pk=submission_id)
-        if submission.status in ("graded", "failed"):
-            assert submission.status == "graded", submission.error_message
-            return submission
-        time.sleep(0.3)
-    raise AssertionError(f"submission {submission_id} was not graded in time")
+    submission = Submission.objects.get(pk=submission_id)
+    if submission.status == "failed":
+        raise AssertionError(f"submission {submission_id} failed: {submission.error_message}")
+    return submission if submission.status == "graded" else None
 
 
 def new_version_moving_a_point(module: Any, slug: str, *, from_type: str, to_type: str) -> None:

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import time
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-EXERCISES = ROOT / "exercises"
-MODULE_SLUG = "autograd-backprop"
+from gradlab_fixtures import EXERCISES, MODULE_SLUG
+
 # The end-to-end exercise: chain-rule, or the worked example while chain-rule is absent.
 E2E_SLUG = (
     "chain-rule" if (EXERCISES / "chain-rule" / "exercise.toml").is_file() else "first-gradient"
 )
-CATALOG_SLUGS = tuple(dict.fromkeys(("first-gradient", E2E_SLUG)))
-GRADED_TIMEOUT_S = 120.0
 
 
 def write_module(folder: Path, slugs: tuple[str, ...], slug: str = MODULE_SLUG) -> Path:
@@ -40,15 +35,3 @@ def package_file(slug: str, path: str) -> str:
 
 def manifest(slug: str) -> dict[str, Any]:
     return tomllib.loads(package_file(slug, "exercise.toml"))
-
-
-def wait_for(
-    predicate: Callable[[], Any], *, timeout: float = GRADED_TIMEOUT_S, what: str = ""
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from platform_helpers import CATALOG_SLUGS, E2E_SLUG, MODULE_SLUG, package_file
+from gradlab_fixtures import CATALOG_SLUGS, MODULE_SLUG
+from platform_helpers import E2E_SLUG, package_file
 
 
 def test_exercise_list_gives_slug_title_module_kind_points_and_url_in_course_order(

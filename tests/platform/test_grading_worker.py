@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 import pytest
-from platform_helpers import E2E_SLUG, manifest, package_file, wait_for
+from gradlab_fixtures import wait_for
+from platform_helpers import E2E_SLUG, manifest, package_file
 
 pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
 

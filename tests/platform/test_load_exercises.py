@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from platform_helpers import MODULE_SLUG, write_module
+from gradlab_fixtures import MODULE_SLUG
+from platform_helpers import write_module
 
 pytestmark = pytest.mark.django_db
 

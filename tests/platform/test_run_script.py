@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import requests
 from django.conf import settings
-from platform_helpers import E2E_SLUG, ROOT, package_file, wait_for
+from gradlab_fixtures import ROOT, wait_for
+from platform_helpers import E2E_SLUG, package_file
 
 pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from platform_helpers import ROOT
+from gradlab_fixtures import ROOT
 
 PROBE = "import django; django.setup(); from django.conf import settings; print(repr(({expr})))"
 

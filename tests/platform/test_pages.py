@@ -57,8 +57,8 @@ def stored_report(*, stdout: str = "", exception: dict | None = None) -> dict[st
     }
 
 
-def make_submission(learner: Any, course: Any, **report: Any) -> Submission:
-    exercise = course.exercises.get(slug="chain-rule")
+def make_submission(learner: Any, catalog: Any, **report: Any) -> Submission:
+    exercise = catalog.exercises.get(slug="chain-rule")
     submission = Submission.objects.create(
         learner=learner,
         exercise=exercise,
@@ -83,37 +83,37 @@ def client_for(user: Any) -> Client:
     return client
 
 
-def test_signed_out_visitors_are_sent_to_the_sign_in_page(client: Client, course: Any) -> None:
+def test_signed_out_visitors_are_sent_to_the_sign_in_page(client: Client, catalog: Any) -> None:
     response = client.get(reverse("web:module", args=[MODULE]))
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
 
 
 def test_learner_cannot_read_another_learners_submission(
-    course: Any, alice_learner: Any, carol_other_learner: Any
+    catalog: Any, alice_learner: Any, dave_learner: Any
 ) -> None:
-    submission = make_submission(alice_learner, course)
-    carol = client_for(carol_other_learner)
-    assert carol.get(reverse("web:submission", args=[submission.pk])).status_code == 404
-    assert carol.get(reverse("web:submission_status", args=[submission.pk])).status_code == 404
+    submission = make_submission(alice_learner, catalog)
+    dave = client_for(dave_learner)
+    assert dave.get(reverse("web:submission", args=[submission.pk])).status_code == 404
+    assert dave.get(reverse("web:submission_status", args=[submission.pk])).status_code == 404
     alice = client_for(alice_learner)
     assert alice.get(reverse("web:submission", args=[submission.pk])).status_code == 200
 
 
 def test_learner_never_sees_another_learners_code_on_the_exercise_page(
-    course: Any, alice_learner: Any, carol_other_learner: Any
+    catalog: Any, alice_learner: Any, dave_learner: Any
 ) -> None:
-    make_submission(alice_learner, course)
-    page = client_for(carol_other_learner).get(reverse("web:exercise", args=[MODULE, "chain-rule"]))
+    make_submission(alice_learner, catalog)
+    page = client_for(dave_learner).get(reverse("web:exercise", args=[MODULE, "chain-rule"]))
     assert page.status_code == 200
     assert "x = torch.tensor(2.0)\n</textarea>" not in page.content.decode()
     assert "No submissions yet." in page.content.decode()
 
 
 def test_instructor_can_read_a_learners_submission(
-    course: Any, alice_learner: Any, bob_instructor: Any
+    catalog: Any, alice_learner: Any, bob_instructor: Any
 ) -> None:
-    submission = make_submission(alice_learner, course)
+    submission = make_submission(alice_learner, catalog)
     bob = client_for(bob_instructor)
     assert bob.get(reverse("web:submission", args=[submission.pk])).status_code == 200
     page = bob.get(reverse("web:teach_learner", args=[MODULE, alice_learner.pk]))
@@ -132,9 +132,9 @@ def test_instructor_can_read_a_learners_submission(
     ],
 )
 def test_non_instructor_cannot_open_statistics_csv_regrade_or_validation(
-    course: Any, alice_learner: Any, name: str, args: list[str], method: str
+    catalog: Any, alice_learner: Any, name: str, args: list[str], method: str
 ) -> None:
-    make_submission(alice_learner, course)
+    make_submission(alice_learner, catalog)
     client = client_for(alice_learner)
     response = getattr(client, method)(reverse(name, args=args))
     assert response.status_code == 403
@@ -142,14 +142,14 @@ def test_non_instructor_cannot_open_statistics_csv_regrade_or_validation(
 
 
 def test_learner_page_of_another_module_member_is_not_found_for_the_wrong_module(
-    course: Any, bob_instructor: Any
+    catalog: Any, bob_instructor: Any
 ) -> None:
     bob = client_for(bob_instructor)
     assert bob.get(reverse("web:teach_learner", args=[MODULE, 999_999])).status_code == 404
 
 
 def test_pages_carry_a_content_security_policy_without_inline_script(
-    course: Any, alice_learner: Any
+    catalog: Any, alice_learner: Any
 ) -> None:
     alice = client_for(alice_learner)
     for url in (
@@ -168,11 +168,11 @@ def test_pages_carry_a_content_security_policy_without_inline_script(
 
 
 def test_printed_output_and_traceback_of_a_learner_are_escaped(
-    course: Any, alice_learner: Any
+    catalog: Any, alice_learner: Any
 ) -> None:
     submission = make_submission(
         alice_learner,
-        course,
+        catalog,
         stdout=SCRIPT_PAYLOAD,
         exception={
             "type": "RuntimeError",
@@ -194,9 +194,9 @@ def test_printed_output_and_traceback_of_a_learner_are_escaped(
 
 
 def test_feedback_names_the_mistake_and_shows_expected_against_got(
-    course: Any, alice_learner: Any
+    catalog: Any, alice_learner: Any
 ) -> None:
-    submission = make_submission(alice_learner, course)
+    submission = make_submission(alice_learner, catalog)
     html = client_for(alice_learner).get(reverse("web:submission", args=[submission.pk]))
     text = html.content.decode()
     assert "Gradient never reached this tensor" in text
@@ -205,7 +205,7 @@ def test_feedback_names_the_mistake_and_shows_expected_against_got(
 
 
 def test_form_post_without_javascript_creates_a_submission_and_redirects_to_it(
-    course: Any, alice_learner: Any, settings: Any
+    catalog: Any, alice_learner: Any, settings: Any
 ) -> None:
     settings.GRADLAB_QUEUE_CPU = "grading-unconsumed-web-test"  # no worker listens here
     alice = client_for(alice_learner)
@@ -218,7 +218,7 @@ def test_form_post_without_javascript_creates_a_submission_and_redirects_to_it(
     assert submission.code == "print('hi')\n"
 
 
-def test_form_post_rejects_empty_code_with_a_message(course: Any, alice_learner: Any) -> None:
+def test_form_post_rejects_empty_code_with_a_message(catalog: Any, alice_learner: Any) -> None:
     alice = client_for(alice_learner)
     url = reverse("web:exercise", args=[MODULE, "chain-rule"])
     page = alice.post(url, {"code": "   "})
@@ -230,7 +230,7 @@ def test_form_post_rejects_empty_code_with_a_message(course: Any, alice_learner:
     assert not Submission.objects.exists()
 
 
-def test_submitting_requires_a_csrf_token(course: Any, alice_learner: Any) -> None:
+def test_submitting_requires_a_csrf_token(catalog: Any, alice_learner: Any) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice_learner)
     response = client.post(
@@ -241,9 +241,9 @@ def test_submitting_requires_a_csrf_token(course: Any, alice_learner: Any) -> No
 
 
 def test_grade_csv_lists_each_learners_best_score(
-    course: Any, alice_learner: Any, bob_instructor: Any
+    catalog: Any, alice_learner: Any, bob_instructor: Any
 ) -> None:
-    make_submission(alice_learner, course)
+    make_submission(alice_learner, catalog)
     response = client_for(bob_instructor).get(reverse("web:grades_csv", args=[MODULE]))
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
@@ -255,7 +255,7 @@ def test_grade_csv_lists_each_learners_best_score(
 
 
 def test_instructor_asks_for_a_validation_which_waits_for_a_worker(
-    course: Any, bob_instructor: Any, settings: Any
+    catalog: Any, bob_instructor: Any, settings: Any
 ) -> None:
     from web.models import ExerciseJob
 
@@ -272,7 +272,7 @@ def test_instructor_asks_for_a_validation_which_waits_for_a_worker(
 
 
 def test_staff_user_may_open_the_instructor_pages_without_an_enrollment(
-    course: Any, django_user_model: Any
+    catalog: Any, django_user_model: Any
 ) -> None:
     staff = django_user_model.objects.create_user(username="sam_staff", is_staff=True)
     response = client_for(staff).get(reverse("web:teach_module", args=[MODULE]))

@@ -1,0 +1,270 @@
+"""The one set of shared test fixtures (a pytest plugin: tests/conftest.py lists it in
+`pytest_plugins`): the catalog loaded from real packages, the personas, a REAL Celery
+worker process (never eager mode) on the test database, and `wait_for`.
+
+Personas of the course module (`MODULE_SLUG`):
+- alice_learner, dave_learner: learners;
+- bob_instructor and erin_co_instructor: its two instructors;
+- carol_other_course: instructor of another module only (a stranger to this one);
+- sam_staff: a staff user with no enrollment anywhere.
+Every persona signs in with `PASSWORD`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISES = ROOT / "exercises"
+OTHER_MODULE_SLUG = "other-course"
+PASSWORD = "correct-horse-battery"
+WANTED_SLUGS = ("first-gradient", "chain-rule", "training-loop")
+WAIT_TIMEOUT_S = 120.0  # the first grading of an exercise also runs its reference
+WORKER_READY_TIMEOUT_S = 90.0
+WORKER_STOP_TIMEOUT_S = 15.0
+
+
+def _listing() -> Any:
+    from grader import spec
+
+    return spec.load_module(EXERCISES)
+
+
+MODULE_SLUG: str = _listing().slug
+# The packages the tests use that exist on disk, in course order.
+CATALOG_SLUGS: tuple[str, ...] = tuple(
+    slug
+    for slug in _listing().exercises
+    if slug in WANTED_SLUGS and (EXERCISES / slug / "exercise.toml").is_file()
+)
+
+
+def wait_for(
+    predicate: Callable[[], Any], *, timeout: float = WAIT_TIMEOUT_S, what: str = ""
+) -> Any:
+    """Polls `predicate` until it returns something truthy, and returns that."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+
+
+# -- catalog and personas --------------------------------------------------------------
+
+
+@pytest.fixture
+def catalog(db: None) -> Any:
+    """The course module holding CATALOG_SLUGS, loaded from exercises/ (only these
+    packages, so another package being edited cannot break the tests), and an empty
+    other module. Returns the course module."""
+    from django.db import transaction
+
+    from courses.models import Module
+    from courses.services import exercise_sync, module_sync
+    from grader import spec
+
+    listing = _listing()
+    with transaction.atomic():
+        module = module_sync(slug=listing.slug, title=listing.title)
+        for order, slug in enumerate(listing.exercises):
+            if slug in CATALOG_SLUGS:
+                exercise_sync(
+                    module=module, package=spec.load_package(EXERCISES / slug), order=order
+                )
+        module_sync(slug=OTHER_MODULE_SLUG, title="Other course", order=1)
+    return Module.objects.get(slug=listing.slug)
+
+
+def persona(username: str, *, module_slug: str | None = None, role: str = "", **flags: Any) -> Any:
+    """A user signing in with PASSWORD, enrolled in `module_slug` with `role` if given."""
+    from accounts.services import enrollment_set, user_get_or_create
+    from courses.models import Module
+
+    user = user_get_or_create(username=username, password=PASSWORD)
+    for name, value in flags.items():
+        setattr(user, name, value)
+    if flags:
+        user.save(update_fields=list(flags))
+    if module_slug is not None:
+        enrollment_set(user=user, module=Module.objects.get(slug=module_slug), role=role)
+    return user
+
+
+@pytest.fixture
+def alice_learner(catalog: Any) -> Any:
+    return persona("alice_learner", module_slug=MODULE_SLUG, role="learner")
+
+
+@pytest.fixture
+def dave_learner(catalog: Any) -> Any:
+    return persona("dave_learner", module_slug=MODULE_SLUG, role="learner")
+
+
+@pytest.fixture
+def bob_instructor(catalog: Any) -> Any:
+    return persona("bob_instructor", module_slug=MODULE_SLUG, role="instructor")
+
+
+@pytest.fixture
+def erin_co_instructor(catalog: Any) -> Any:
+    return persona("erin_co_instructor", module_slug=MODULE_SLUG, role="instructor")
+
+
+@pytest.fixture
+def carol_other_course(catalog: Any) -> Any:
+    return persona("carol_other_course", module_slug=OTHER_MODULE_SLUG, role="instructor")
+
+
+@pytest.fixture
+def sam_staff(catalog: Any) -> Any:
+    return persona("sam_staff", is_staff=True)
+
+
+# -- a real Celery worker ------------------------------------------------------------------
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[bytes]
+    log: Path
+    queue: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signals the worker's whole process group (main process and pool children)."""
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            return
+        if sig == signal.SIGKILL:
+            self.process.wait(timeout=WORKER_STOP_TIMEOUT_S)
+
+    def stop(self) -> None:
+        if self.process.poll() is not None:
+            return
+        self.kill(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=WORKER_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill(signal.SIGKILL)
+
+
+def _database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    user = db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    host = db.get("HOST") or "127.0.0.1"
+    port = db.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+
+
+def purge_queue(queue: str) -> None:
+    import redis
+    from django.conf import settings
+
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(queue)
+
+
+def queue_length(queue: str) -> int:
+    """Messages waiting in a Redis queue (what a worker has not taken yet)."""
+    import redis
+    from django.conf import settings
+
+    return int(redis.Redis.from_url(settings.CELERY_BROKER_URL).llen(queue))
+
+
+@pytest.fixture
+def worker_queue(settings: Any) -> str:
+    """A private queue: another worker on this machine (a `make run`, another test run)
+    never takes our jobs. The names stay `grading`/`grading-gpu` outside tests."""
+    queue = f"grading-test-{os.getpid()}-{secrets.token_hex(3)}"
+    settings.GRADLAB_QUEUE_CPU = queue
+    settings.GRADLAB_QUEUE_GPU = queue
+    return queue
+
+
+@pytest.fixture
+def start_worker(
+    worker_queue: str, transactional_db: None, tmp_path: Path
+) -> Iterator[Callable[..., Worker]]:
+    """start_worker(beat=False, **env) -> a running worker process on the test database."""
+    from django.conf import settings
+
+    started: list[Worker] = []
+    cache_dir = tmp_path / "reference-cache"
+
+    def start(*, beat: bool = False, **extra_env: str) -> Worker:
+        index = len(started)
+        log = tmp_path / f"worker-{index}.log"
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{ROOT / 'platform'}{os.pathsep}{ROOT}",
+            "DJANGO_SETTINGS_MODULE": "config.settings.test",
+            "DATABASE_URL": _database_url(),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "REDIS_URL": settings.CELERY_BROKER_URL,
+            "GRADLAB_QUEUE_CPU": worker_queue,
+            "GRADLAB_QUEUE_GPU": worker_queue,
+            "GRADLAB_CACHE_DIR": str(cache_dir),
+            "GRADLAB_VAR_DIR": str(tmp_path / "var"),
+            **extra_env,
+        }
+        command = [
+            sys.executable, "-m", "celery", "-A", "config.celery_app", "worker",
+            "-Q", worker_queue, "--concurrency", "2", "--pool", "prefork",
+            "--without-heartbeat", "--without-gossip", "--without-mingle",
+            "--hostname", f"{worker_queue}-{index}@%h", "--loglevel", "INFO",
+        ]  # fmt: skip
+        if beat:
+            command += ["--beat", "--schedule", str(tmp_path / f"beat-{index}")]
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        worker = Worker(process=process, log=log, queue=worker_queue, env=extra_env)
+        started.append(worker)
+        _wait_ready(worker)
+        return worker
+
+    purge_queue(worker_queue)
+    yield start
+    for worker in started:
+        worker.stop()
+    purge_queue(worker_queue)
+
+
+@pytest.fixture
+def grading_worker(start_worker: Callable[..., Worker]) -> Worker:
+    """One running worker with the default settings."""
+    return start_worker()
+
+
+def _wait_ready(worker: Worker) -> None:
+    deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if worker.process.poll() is not None:
+            pytest.fail(f"the worker exited with {worker.process.returncode}:\n{worker.output()}")
+        if " ready." in worker.output():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the worker was not ready within {WORKER_READY_TIMEOUT_S} s:\n{worker.output()}")
