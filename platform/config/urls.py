@@ -4,5 +4,6 @@ from django.urls import URLPattern, URLResolver, include, path
 urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
+    path("api/v1/", include("integrations.urls")),
     path("", include("web.urls")),
 ]

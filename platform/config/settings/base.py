@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "submissions",
     "api",
     "web",
+    "integrations",  # course API tokens, idempotency keys, webhooks
 ]
 
 MIDDLEWARE = [
@@ -106,8 +107,12 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
+        "integrations.authentication.CourseTokenAuthentication",  # Bearer <course token>
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "integrations.permissions.CourseTokenScope",  # a course token: its course and scopes
+    ],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",

@@ -1,0 +1,105 @@
+"""Course endpoints: API tokens (managed by the course's instructors with their own
+credentials, never with a course token) and the course's submissions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.pagination import Pagination
+from api.serializers import SubmissionOutput
+from common.errors import NotFound
+from courses.models import Module
+from integrations import tokens
+from integrations.serializers import (
+    CourseTokenCreatedOutput,
+    CourseTokenCreateInput,
+    CourseTokenOutput,
+)
+from submissions.selectors import submission_list_for_module
+
+ERRORS = {
+    401: OpenApiResponse(description="Not authenticated, or a wrong token"),
+    403: OpenApiResponse(description="A course token of another course or without the scope"),
+    404: OpenApiResponse(description="No such course, or you do not teach it"),
+}
+
+
+def module_get(slug: str) -> Module:
+    module = Module.objects.filter(slug=slug).first()
+    if module is None:
+        raise NotFound(f"No course {slug!r}.")
+    return module
+
+
+def module_id_of(request: Request) -> int | None:
+    """The course a /courses/{module}/ request touches (for CourseTokenScope)."""
+    slug = request.parser_context["kwargs"].get("module") if request.parser_context else None
+    return Module.objects.filter(slug=slug).values_list("pk", flat=True).first()
+
+
+class CourseView(APIView):
+    course_token_scopes: dict[str, str] = {}  # course tokens refused unless a view says
+    course_token_module = staticmethod(module_id_of)
+
+
+class CourseTokenListApi(CourseView):
+    @extend_schema(responses={200: CourseTokenOutput(many=True), **ERRORS})
+    def get(self, request: Request, module: str) -> Response:
+        found = tokens.course_tokens_of(user=request.user, module=module_get(module))
+        return Response(CourseTokenOutput(found.select_related("created_by"), many=True).data)
+
+    @extend_schema(
+        request=CourseTokenCreateInput,
+        responses={201: CourseTokenCreatedOutput, 400: OpenApiResponse(), **ERRORS},
+    )
+    def post(self, request: Request, module: str) -> Response:
+        payload = CourseTokenCreateInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        issued = tokens.course_token_create(
+            creator=request.user, module=module_get(module), **payload.validated_data
+        )
+        data: dict[str, Any] = dict(CourseTokenOutput(issued.token).data)
+        data["token"] = issued.secret
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Cache-Control": "no-store"})
+
+
+class CourseTokenDetailApi(CourseView):
+    @extend_schema(responses={204: None, **ERRORS})
+    def delete(self, request: Request, module: str, pk: int) -> Response:
+        tokens.course_token_revoke(user=request.user, module=module_get(module), token_id=pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CourseSubmissionListApi(CourseView):
+    course_token_scopes = {"GET": tokens.SUBMISSIONS_READ}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("exercise", OpenApiTypes.STR, description="an exercise slug"),
+            OpenApiParameter("learner", OpenApiTypes.STR, description="a username"),
+            OpenApiParameter("page", OpenApiTypes.INT),
+            OpenApiParameter("page_size", OpenApiTypes.INT),
+        ],
+        responses={200: SubmissionOutput(many=True), **ERRORS},
+    )
+    def get(self, request: Request, module: str) -> Response:
+        course = module_get(module)
+        try:
+            found = submission_list_for_module(instructor=request.user, module_id=course.pk)
+        except NotFound:
+            raise NotFound(f"You do not teach {module!r}.") from None
+        if exercise := request.query_params.get("exercise"):
+            found = found.filter(exercise__slug=exercise)
+        if learner := request.query_params.get("learner"):
+            found = found.filter(learner__username=learner)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(found.order_by("-created_at", "-id"), request, self)
+        data = SubmissionOutput(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(data)
