@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -19,10 +18,11 @@ from api.serializers import (
     SubmissionOutput,
 )
 from courses.selectors import exercise_get, exercise_list
+from integrations.idempotency import HEADER as IDEMPOTENCY_HEADER
+from integrations.idempotency import idempotent
 from submissions.selectors import submission_get, submission_list_own
 from submissions.services import submission_create
 
-IDEMPOTENCY_HEADER = "Idempotency-Key"
 ERROR_RESPONSES = {
     400: OpenApiResponse(description='Bad input, per field: {"code": ["..."]}'),
     401: OpenApiResponse(description="Not authenticated"),
@@ -67,29 +67,31 @@ class SubmissionListCreateApi(APIView):
                 IDEMPOTENCY_HEADER,
                 OpenApiTypes.STR,
                 OpenApiParameter.HEADER,
-                description="a retry with the same key returns the same submission",
+                description=(
+                    "a retry with the same key and body replays the first response "
+                    "(Idempotent-Replayed: true); keys are per caller and expire"
+                ),
             )
         ],
         responses={
             201: SubmissionCreatedOutput,
-            409: OpenApiResponse(description="Idempotency-Key reused for other content"),
+            409: OpenApiResponse(description="The first request with this key is in progress"),
+            422: OpenApiResponse(description="Idempotency-Key reused for another body"),
             429: OpenApiResponse(description="Too many submissions; see Retry-After"),
             **ERROR_RESPONSES,
         },
     )
+    @idempotent("submissions.create")
     def post(self, request: Request) -> Response:
         payload = SubmissionCreateInput(data=request.data)
         payload.is_valid(raise_exception=True)
-        submission, created = submission_create(
+        submission, _ = submission_create(
             learner=request.user,
             exercise_slug=payload.validated_data["exercise"],
             code=payload.validated_data["code"],
-            idempotency_key=_idempotency_key(request),
         )
         data = SubmissionCreatedOutput(submission, context={"request": request}).data
         headers = {"Location": data["url"]}
-        if not created:
-            headers["Idempotent-Replayed"] = "true"
         return Response(data, status=status.HTTP_201_CREATED, headers=headers)
 
 
@@ -98,7 +100,3 @@ class SubmissionDetailApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         submission = submission_get(user=request.user, submission_id=pk)
         return Response(SubmissionOutput(submission, context={"request": request}).data)
-
-
-def _idempotency_key(request: HttpRequest | Request) -> str | None:
-    return request.headers.get(IDEMPOTENCY_HEADER)

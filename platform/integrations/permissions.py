@@ -14,10 +14,9 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from accounts.selectors import is_instructor_of
 from courses.models import Exercise
 from integrations import tokens
-from integrations.tokens import CourseGrant
+from integrations.tokens import CourseGrant, teaches
 from submissions.models import Submission
 
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -75,7 +74,7 @@ class CourseTokenScope(BasePermission):
         if module_id is not None and module_id != grant.module_id:
             self.message = "This token belongs to another course."
             return False
-        if not is_instructor_of(user=request.user, module_id=grant.module_id):
+        if not teaches(request.user, grant.module_id):
             self.message = "The token's creator no longer teaches this course."
             return False
         return True

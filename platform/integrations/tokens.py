@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.selectors import is_instructor_of
+from accounts.selectors import modules_taught_by
 from common.errors import InvalidInput, NotFound
 from courses.models import Module
 from integrations.models import CourseToken
@@ -55,6 +55,10 @@ class IssuedToken:
     secret: str  # the only time the whole token exists outside the caller's hands
 
 
+def teaches(user: AbstractBaseUser, module_id: int) -> bool:
+    return modules_taught_by(user=user).filter(pk=module_id).exists()
+
+
 def token_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
@@ -76,7 +80,7 @@ def course_token_create(
     scopes: object,
     expires_at: datetime | None = None,
 ) -> IssuedToken:
-    if not is_instructor_of(user=creator, module_id=module.pk):
+    if not teaches(creator, module.pk):
         raise NotFound(f"You do not teach {module.slug!r}.")
     name = name.strip()
     if not name or len(name) > 100:
@@ -120,7 +124,7 @@ def course_grant(token: CourseToken) -> CourseGrant:
 
 
 def course_tokens_of(*, user: AbstractBaseUser, module: Module) -> QuerySet[CourseToken]:
-    if not is_instructor_of(user=user, module_id=module.pk):
+    if not teaches(user, module.pk):
         raise NotFound(f"You do not teach {module.slug!r}.")
     return CourseToken.objects.filter(module=module)
 

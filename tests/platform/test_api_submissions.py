@@ -160,7 +160,7 @@ def test_idempotency_keys_are_per_learner(
     assert alices["id"] != daves["id"]
 
 
-def test_reusing_an_idempotency_key_for_other_code_is_a_409(
+def test_reusing_an_idempotency_key_for_other_code_is_a_422(
     api: Any, alice_learner: Any, reference_code: str
 ) -> None:
     client = api(alice_learner)
@@ -168,7 +168,7 @@ def test_reusing_an_idempotency_key_for_other_code_is_a_409(
 
     response = _post(client, {"exercise": E2E_SLUG, "code": "x = 2"}, HTTP_IDEMPOTENCY_KEY="k")
 
-    assert response.status_code == 409
+    assert response.status_code == 422
     assert "Idempotency-Key" in response.json()["detail"]
 
 

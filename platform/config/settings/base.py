@@ -201,6 +201,18 @@ CELERY_BEAT_SCHEDULE = {
 # Unacknowledged messages come back after this long: longer than any retry countdown.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 
+
+# --- Integrations (platform/integrations): idempotency keys, webhooks -------------------
+# An Idempotency-Key is remembered this long after its first use (then it is a new key).
+GRADLAB_IDEMPOTENCY_KEY_TTL_SECONDS = env_int("GRADLAB_IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 3600)
+# A request still "processing" after this long is presumed dead: a retry takes its key over.
+GRADLAB_IDEMPOTENCY_LOCK_SECONDS = env_int("GRADLAB_IDEMPOTENCY_LOCK_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
+    "task": "gradlab.purge_idempotency_keys",
+    "schedule": 3600.0,
+    "options": {"expires": 3600.0},
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
