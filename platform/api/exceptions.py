@@ -12,7 +12,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from common.errors import Conflict, DomainError, InvalidInput, NotFound, RateLimited
+from common.errors import Conflict, DomainError, Forbidden, InvalidInput, NotFound, RateLimited
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ def _domain(exc: DomainError) -> Response:
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, NotFound):
         return Response({"detail": exc.message}, status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, Forbidden):
+        return Response({"detail": exc.message}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, Conflict):
         return Response({"detail": exc.message}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, RateLimited):

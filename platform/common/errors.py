@@ -25,6 +25,10 @@ class NotFound(DomainError):
     """The object does not exist or the caller may not see it (both -> HTTP 404)."""
 
 
+class Forbidden(DomainError):
+    """The object is known to exist but the caller may not act on it (-> HTTP 403)."""
+
+
 class Conflict(DomainError):
     """The request contradicts the current state (-> HTTP 409)."""
 

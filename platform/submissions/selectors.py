@@ -1,25 +1,28 @@
-"""Reads of submissions, each access-checked for the caller."""
+"""Reads of submissions, each access-checked for the caller (accounts.selectors holds the
+rule: own submissions, plus every submission of a module the caller teaches)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
-from accounts.selectors import modules_taught_by
+from accounts.selectors import module_is_taught_by, modules_taught_by
 from common.errors import InvalidInput, NotFound
 from courses.models import Exercise
 from submissions.models import Submission
 
 
 def _with_related(queryset: QuerySet[Submission]) -> QuerySet[Submission]:
-    return queryset.select_related("exercise", "version", "learner").prefetch_related("checks")
+    return queryset.select_related("exercise__module", "version", "learner").prefetch_related(
+        "checks"
+    )
 
 
 def submission_list_own(
-    *, user: AbstractBaseUser, exercise_slug: str | None = None
+    *, user: AbstractBaseUser | AnonymousUser, exercise_slug: str | None = None
 ) -> QuerySet[Submission]:
     """The caller's own submissions, newest first, optionally for one exercise."""
-    queryset = Submission.objects.filter(learner=user)
+    queryset = Submission.objects.filter(learner_id=user.pk)
     if exercise_slug is not None:
         if not Exercise.objects.filter(slug=exercise_slug).exists():
             raise InvalidInput({"exercise": f"Unknown exercise {exercise_slug!r}."})
@@ -27,16 +30,18 @@ def submission_list_own(
     return _with_related(queryset.order_by("-created_at", "-id"))
 
 
-def submission_list_visible(*, user: AbstractBaseUser) -> QuerySet[Submission]:
+def submission_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Submission]:
     """Own submissions plus those of every module the caller teaches."""
+    if not user.is_authenticated:
+        return Submission.objects.none()
     taught = modules_taught_by(user=user)
     return _with_related(
-        Submission.objects.filter(Q(learner=user) | Q(exercise__module__in=taught))
+        Submission.objects.filter(Q(learner_id=user.pk) | Q(exercise__module__in=taught))
     )
 
 
-def submission_get(*, user: AbstractBaseUser, submission_id: int) -> Submission:
-    """A learner gets only their own; an instructor also their modules'. Anything else is
+def submission_get(*, user: AbstractBaseUser | AnonymousUser, submission_id: int) -> Submission:
+    """A learner gets only their own; whoever teaches its module also. Anything else is
     NotFound, so that ids of other people's submissions reveal nothing."""
     submission = submission_list_visible(user=user).filter(pk=submission_id).first()
     if submission is None:
@@ -45,9 +50,9 @@ def submission_get(*, user: AbstractBaseUser, submission_id: int) -> Submission:
 
 
 def submission_list_for_module(
-    *, instructor: AbstractBaseUser, module_id: int
+    *, instructor: AbstractBaseUser | AnonymousUser, module_id: int
 ) -> QuerySet[Submission]:
-    """Every submission of a module the caller teaches (gradebook, class mistakes)."""
-    if not modules_taught_by(user=instructor).filter(pk=module_id).exists():
+    """Every submission of a module the caller teaches; NotFound for anyone else."""
+    if not module_is_taught_by(module_id=module_id, user=instructor):
         raise NotFound(f"No module {module_id}.")
     return _with_related(Submission.objects.filter(exercise__module_id=module_id))

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+
+from common.errors import Forbidden, NotFound
 
 CSP_HEADER = "Content-Security-Policy"
 DEFAULT_POLICY = "; ".join(
@@ -43,3 +46,20 @@ class ContentSecurityPolicyMiddleware:
         if CSP_HEADER not in response and not request.path.startswith(self.exempt):
             response[CSP_HEADER] = self.policy
         return response
+
+
+class DomainErrorPagesMiddleware:
+    """Pages use the same selectors as the API: their NotFound and Forbidden become
+    Django's 404 and 403 pages here (the API maps them in api.exceptions)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        if isinstance(exception, NotFound):
+            raise Http404(exception.message) from exception
+        if isinstance(exception, Forbidden):
+            raise PermissionDenied(exception.message) from exception

@@ -9,7 +9,6 @@ import dj_database_url
 from config.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[3]  # the repository root
-PLATFORM_DIR = BASE_DIR / "platform"
 VAR_DIR = Path(env_str("GRADLAB_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
@@ -47,6 +46,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "web.middleware.ContentSecurityPolicyMiddleware",
+    "web.middleware.DomainErrorPagesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

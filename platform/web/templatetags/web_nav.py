@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from web.access import modules_for_instructor
+from accounts.selectors import modules_taught_by
 
 register = template.Library()
 
@@ -18,4 +18,4 @@ def teaching_modules(context: dict[str, Any]) -> list[Any]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return []
-    return list(modules_for_instructor(user))
+    return list(modules_taught_by(user=user))

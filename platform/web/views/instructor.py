@@ -1,19 +1,20 @@
 """Instructor pages: class statistics, one learner's work, grade export, regrade and
-validation of an exercise. Each starts with access.get_module_for_instructor (403)."""
+validation of an exercise. Each starts with accounts.selectors.module_get_taught (403)."""
 
 from __future__ import annotations
 
 import csv
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from web import access, selectors
+from accounts.selectors import module_get_taught, module_member_get
+from courses.selectors import exercise_get_in_module
+from web import selectors
 from web.models import REGRADE, VALIDATE
 from web.presenters import history_item
 from web.services import exercise_job_create
@@ -22,7 +23,7 @@ from web.services import exercise_job_create
 @login_required
 @require_GET
 def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
-    module = access.get_module_for_instructor(request.user, module_slug)
+    module = module_get_taught(slug=module_slug, user=request.user)
     exercises, grades = selectors.gradebook(module)
     context = {
         "module": module,
@@ -38,10 +39,8 @@ def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def teach_learner(request: HttpRequest, module_slug: str, user_id: int) -> HttpResponse:
-    module = access.get_module_for_instructor(request.user, module_slug)
-    learner = get_user_model().objects.filter(pk=user_id, enrollments__module=module).first()
-    if learner is None:
-        raise Http404("No such learner in this module.")
+    module = module_get_taught(slug=module_slug, user=request.user)
+    learner = module_member_get(module=module, user_id=user_id)
     submissions = selectors.learner_submissions(module=module, learner_id=learner.pk)
     context = {
         "module": module,
@@ -56,7 +55,7 @@ def teach_learner(request: HttpRequest, module_slug: str, user_id: int) -> HttpR
 @login_required
 @require_GET
 def grades_csv(request: HttpRequest, module_slug: str) -> HttpResponse:
-    module = access.get_module_for_instructor(request.user, module_slug)
+    module = module_get_taught(slug=module_slug, user=request.user)
     exercises, grades = selectors.gradebook(module)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{module.slug}-grades.csv"'
@@ -88,8 +87,8 @@ def _csv_text(value: str) -> str:
 @login_required
 @require_GET
 def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
-    module = access.get_module_for_instructor(request.user, module_slug)
-    exercise = access.get_exercise_in_module(module, exercise_slug)
+    module = module_get_taught(slug=module_slug, user=request.user)
+    exercise = exercise_get_in_module(module=module, slug=exercise_slug)
     stats = next(s for s in selectors.exercise_stats(module) if s.slug == exercise.slug)
     validation = selectors.latest_job(exercise, VALIDATE)
     regrade = selectors.latest_job(exercise, REGRADE)
@@ -123,8 +122,8 @@ def regrade_exercise(request: HttpRequest, module_slug: str, exercise_slug: str)
 def _start_job(
     request: HttpRequest, module_slug: str, exercise_slug: str, kind: str
 ) -> HttpResponse:
-    module = access.get_module_for_instructor(request.user, module_slug)
-    exercise = access.get_exercise_in_module(module, exercise_slug)
+    module = module_get_taught(slug=module_slug, user=request.user)
+    exercise = exercise_get_in_module(module=module, slug=exercise_slug)
     exercise_job_create(exercise=exercise, kind=kind, user=request.user)
     return redirect("web:teach_exercise", module.slug, exercise.slug)
 

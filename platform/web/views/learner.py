@@ -1,7 +1,7 @@
 """Learner pages: module, exercise (editor + live feedback), one submission, its status.
 
-Each view: parse, authorise with one getter from web.access, call one service or
-selector, render.
+Each view: parse, authorise with one access-checked selector (the rule is in
+accounts.selectors, shared with the API), call one service or selector, render.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from common.errors import DomainError, InvalidInput, RateLimited
 from courses.models import Exercise, Module
+from courses.selectors import exercise_get_in_module, module_get, module_list
 from submissions.models import Submission
+from submissions.selectors import submission_get
 from submissions.services import submission_create
-from web import access, selectors
+from web import selectors
 from web.presenters import feedback_for, history_item
 
 
@@ -31,7 +33,7 @@ def _wants_json(request: HttpRequest) -> bool:
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    modules = list(access.modules_for_learner(request.user))
+    modules = list(module_list())
     if len(modules) == 1:
         return redirect("web:module", modules[0].slug)
     return render(request, "web/home.html", {"modules": modules, "nav": "learn"})
@@ -40,7 +42,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def module_page(request: HttpRequest, module_slug: str) -> HttpResponse:
-    module = access.get_module_for_learner(request.user, module_slug)
+    module = module_get(slug=module_slug)
     rows = selectors.learner_progress(module=module, user=request.user)
     context = {
         "module": module,
@@ -54,8 +56,8 @@ def module_page(request: HttpRequest, module_slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def exercise_page(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
-    module = access.get_module_for_learner(request.user, module_slug)
-    exercise = access.get_exercise_in_module(module, exercise_slug)
+    module = module_get(slug=module_slug)
+    exercise = exercise_get_in_module(module=module, slug=exercise_slug)
     if request.method == "POST":
         return _submit(request, exercise)
     return _render_exercise(request, module, exercise)
@@ -127,7 +129,7 @@ def _rejected(
 @login_required
 @require_GET
 def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
-    submission = access.get_submission_for_viewer(request.user, submission_id)
+    submission = submission_get(user=request.user, submission_id=submission_id)
     exercise = submission.exercise
     context = {
         "fb": feedback_for(submission),
@@ -145,7 +147,7 @@ def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
 @require_GET
 def submission_status(request: HttpRequest, submission_id: int) -> JsonResponse:
     """Polled by the exercise page until `done`; then carries the rendered feedback."""
-    submission = access.get_submission_for_viewer(request.user, submission_id)
+    submission = submission_get(user=request.user, submission_id=submission_id)
     return JsonResponse(_status_payload(submission, request=request))
 
 
