@@ -4,11 +4,13 @@
     python -m grader check exercises/             validate every package (and module.toml)
     python -m grader run exercises/<slug> answer.py [--json]   grade one answer
 
-The backend comes from GRADLAB_SANDBOX (default bubblewrap), the device from
-GRADLAB_DEVICE (default cpu), the reference cache from GRADLAB_CACHE_DIR. The seed
-defaults to grader.engine.DEV_SEED (a fixed development seed); `--seed` overrides it.
-Exit status: 0 when everything is as declared / the answer passes, 1 otherwise, 2 for
-a malformed package or bad arguments, 3 for a sandbox fault.
+Everything is built here from the command line, with the same environment variables as
+the platform's settings for defaults: `--sandbox` (GRADLAB_SANDBOX, default bubblewrap)
+with the backend's keyword options from GRADLAB_SANDBOX_OPTIONS (a JSON object),
+`--device` (GRADLAB_DEVICE, default cpu), `--cache-dir` (GRADLAB_CACHE_DIR, default
+var/reference-cache). The seed defaults to grader.engine.DEV_SEED (a fixed development
+seed); `--seed` overrides it. Exit status: 0 when everything is as declared / the answer
+passes, 1 otherwise, 2 for a malformed package or bad arguments, 3 for a sandbox fault.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from grader.cache import ReferenceCache
+from grader.cache import DEFAULT_CACHE_DIR, ReferenceCache
 from grader.engine import DEV_SEED, GradeJob, grade
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from grader.sandbox import get_backend
@@ -28,14 +32,33 @@ from grader.spec import MANIFEST, MODULE_MANIFEST, PackageError, load_module, lo
 from grader.validation import Validation, validate_package
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
+DEVICES = ("cpu", "cuda")
 
 
-def _sandbox() -> Sandbox:
-    return get_backend(os.environ.get("GRADLAB_SANDBOX", "bubblewrap"))
+class BadArguments(ValueError):
+    """A command-line option or environment variable the CLI cannot use."""
 
 
-def _device() -> str:
-    return os.environ.get("GRADLAB_DEVICE", "cpu")
+def sandbox_options(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The backend's keyword options: GRADLAB_SANDBOX_OPTIONS, a JSON object (or empty)."""
+    raw = environ.get("GRADLAB_SANDBOX_OPTIONS", "").strip()
+    if not raw:
+        return {}
+    try:
+        options = json.loads(raw)
+    except ValueError as error:
+        raise BadArguments(f"GRADLAB_SANDBOX_OPTIONS is not JSON ({error})") from None
+    if not isinstance(options, dict):
+        raise BadArguments("GRADLAB_SANDBOX_OPTIONS must be a JSON object")
+    return options
+
+
+def _sandbox(args: argparse.Namespace) -> Sandbox:
+    return get_backend(args.sandbox, **sandbox_options(os.environ))
+
+
+def _cache(args: argparse.Namespace) -> ReferenceCache:
+    return ReferenceCache(args.cache_dir)
 
 
 def _check_one(path: Path, sandbox: Sandbox, cache: ReferenceCache, seed: int) -> bool:
@@ -73,7 +96,7 @@ def _check_module(root: Path) -> tuple[bool, list[Path]]:
 
 def command_check(args: argparse.Namespace) -> int:
     root = Path(args.path)
-    sandbox, cache = _sandbox(), ReferenceCache()
+    sandbox, cache = _sandbox(args), _cache(args)
     if (root / MANIFEST).is_file():
         return EXIT_OK if _check_one(root, sandbox, cache, args.seed) else EXIT_FAILED
     if not root.is_dir():
@@ -124,8 +147,8 @@ def command_run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as error:
         print(f"{args.answer}: cannot be read ({error})", file=sys.stderr)
         return EXIT_BAD_INPUT
-    job = GradeJob(package=package, code=code, seed=args.seed, device=_device())
-    report = grade(job, sandbox=_sandbox(), cache=ReferenceCache())
+    job = GradeJob(package=package, code=code, seed=args.seed, device=args.device)
+    report = grade(job, sandbox=_sandbox(args), cache=_cache(args))
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -133,17 +156,28 @@ def command_run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
-def parser() -> argparse.ArgumentParser:
+def _common(command: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
+    backend = environ.get("GRADLAB_SANDBOX", "bubblewrap")
+    device = environ.get("GRADLAB_DEVICE", "cpu")
+    cache_dir = environ.get("GRADLAB_CACHE_DIR") or DEFAULT_CACHE_DIR
+    command.add_argument("--seed", type=int, default=DEV_SEED, help=f"default {DEV_SEED}")
+    command.add_argument("--sandbox", default=backend, help=f"backend (now {backend})")
+    command.add_argument("--device", default=device, help=f"cpu or cuda (now {device})")
+    command.add_argument("--cache-dir", default=cache_dir, help=f"now {cache_dir}")
+
+
+def parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+    environ = os.environ if environ is None else environ
     main = argparse.ArgumentParser(prog="python -m grader", description=__doc__.split("\n")[0])
     commands = main.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="validate exercise packages")
     check.add_argument("path", help="exercises/<slug> or exercises/")
-    check.add_argument("--seed", type=int, default=DEV_SEED, help=f"default {DEV_SEED}")
+    _common(check, environ)
     check.set_defaults(handler=command_check)
     run = commands.add_parser("run", help="grade one answer and print the report")
     run.add_argument("package", help="exercises/<slug>")
     run.add_argument("answer", help="the answer's .py file")
-    run.add_argument("--seed", type=int, default=DEV_SEED, help=f"default {DEV_SEED}")
+    _common(run, environ)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(handler=command_run)
     return main
@@ -151,8 +185,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.device not in DEVICES:
+        print(f"--device: must be one of {list(DEVICES)}, not {args.device!r}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         return int(args.handler(args))
+    except BadArguments as error:
+        print(str(error), file=sys.stderr)
+        return EXIT_BAD_INPUT
     except PackageError as error:
         print(f"malformed package: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

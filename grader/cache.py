@@ -16,8 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-CACHE_DIR_ENV = "GRADLAB_CACHE_DIR"
-DEFAULT_CACHE_DIR = "var/reference-cache"
+DEFAULT_CACHE_DIR = "var/reference-cache"  # what `python -m grader` uses by default
 KEY_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 MAX_ENTRY_BYTES = 8_000_000
 
@@ -29,11 +28,11 @@ def cache_key(content_hash: str, seed: int | None, runtime: str, device: str) ->
 
 
 class ReferenceCache:
-    """A directory of `<key>.json` files holding reference captures."""
+    """A directory of `<key>.json` files holding reference captures. The caller chooses
+    the directory (the platform from its settings, the CLI from GRADLAB_CACHE_DIR)."""
 
-    def __init__(self, directory: str | Path | None = None) -> None:
-        chosen = directory or os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR
-        self.directory = Path(chosen)
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
 
     def _path(self, key: str) -> Path:
         if not KEY_PATTERN.match(key):

@@ -24,7 +24,18 @@ MAX_ELEMENTS = 1_000_000  # values in one tensor's data
 MAX_ITEMS = 10_000  # items of one list/dict
 MAX_CALLS = 10_000
 MAX_CASES = 100
+MAX_TAMPER_EVENTS = 1_000
+MAX_TAMPER_TEXT = 2_000
 MAX_DIMS = 16
+MAX_DIM = 2**40  # one dimension of a shape
+MAX_NUMEL = 2**62  # elements of one tensor (torch counts them in an int64)
+MAX_COUNT = 2**63 - 1  # counters, line numbers, exit codes
+MAX_EXACT_INT = 2**63  # larger integer numbers are kept as floats (inf beyond float range)
+# Integers in a tensor's data fit its dtype: int64 down to -2**63, uint64 up to 2**64 - 1.
+MIN_ELEMENT, MAX_ELEMENT = -(2**63), 2**64 - 1
+# Values kept per captured tensor: the engine sends this cap in the job envelope and
+# judges a capture's data against it, never against what the sandbox says it did.
+TENSOR_ELEMENTS = 100_000
 FRAME_PATTERN = re.compile(rb"GRADLAB-RESULT ([0-9a-f]{32}) ([0-9]{1,9})\n")
 DTYPES = frozenset(
     {
@@ -63,6 +74,12 @@ class TensorValue:
     def device_type(self) -> str:
         return self.device.split(":")[0]
 
+    @property
+    def complete(self) -> bool:
+        """Carries all its values, or exactly the first TENSOR_ELEMENTS of a larger tensor;
+        never a data-less tensor on the `meta` device."""
+        return self.device_type != "meta" and _complete(self.data, self.numel, self.dtype)
+
     def floats(self) -> list[float]:
         return [float(v) for v in self.data]
 
@@ -75,8 +92,30 @@ class NdarrayValue:
     truncated: bool = False
     kind: str = "ndarray"
 
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def complete(self) -> bool:
+        return _complete(self.data, self.numel, self.dtype)
+
     def floats(self) -> list[float]:
         return [float(v) for v in self.data]
+
+
+def stored_length(numel: int, dtype: str) -> int:
+    """How many data values an honest capture holds for `numel` elements: all of them, or
+    TENSOR_ELEMENTS of a larger tensor (complex numbers as real, imaginary pairs)."""
+    return min(numel, TENSOR_ELEMENTS) * (2 if dtype.startswith("complex") else 1)
+
+
+def full_length(numel: int, dtype: str) -> int:
+    return numel * (2 if dtype.startswith("complex") else 1)
+
+
+def _complete(data: tuple[float | int | bool, ...], numel: int, dtype: str) -> bool:
+    return len(data) in (full_length(numel, dtype), stored_length(numel, dtype))
 
 
 @dataclass(frozen=True)
@@ -168,6 +207,15 @@ class Termination:
 
 
 @dataclass(frozen=True)
+class TamperEvent:
+    """An attempt to reach the harness that its audit hook recorded (FORMAT.md section 3):
+    `kind` names what was tried (e.g. "ctypes", "proc-self"), `detail` says how."""
+
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class Case:
     visible: bool
     observations: Mapping[str, Value]
@@ -195,6 +243,7 @@ class Capture:
     cases: tuple[Case, ...] = ()
     stderr: str = ""
     stderr_truncated: bool = False
+    tamper: tuple[TamperEvent, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -202,10 +251,6 @@ class Capture:
         """Did the code print more than the output cap (stdout, stderr or a case's)?"""
         cases = any(case.stdout_truncated for case in self.cases)
         return self.stdout_truncated or self.stderr_truncated or cases
-
-    @property
-    def successful_calls(self) -> tuple[BackwardCall, ...]:
-        return tuple(c for c in self.backward_calls if c.ok)
 
 
 # -- the frame -----------------------------------------------------------------------
@@ -239,7 +284,7 @@ def validate_capture(raw: Any) -> Capture:
         return _capture(raw)
     except CaptureError:
         raise
-    except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as error:
+    except Exception as error:  # any surprise in untrusted data is a bad capture
         raise CaptureError(f"malformed capture ({type(error).__name__}: {error})") from None
 
 
@@ -269,8 +314,20 @@ def _capture(raw: Any) -> Capture:
         cases=tuple(_case(c, f"cases[{i}]") for i, c in enumerate(cases_raw)),
         stderr=_str(obj.get("stderr", ""), "stderr"),
         stderr_truncated=_bool(obj.get("stderr_truncated", False), "stderr_truncated"),
+        tamper=_tamper(obj.get("tamper", [])),
         raw=obj,
     )
+
+
+def _tamper(raw: Any) -> tuple[TamperEvent, ...]:
+    events = []
+    for index, item in enumerate(_list(raw, "tamper", MAX_TAMPER_EVENTS)):
+        where = f"tamper[{index}]"
+        obj = _dict(item, where)
+        kind = _str(obj.get("kind"), f"{where}.kind")[:MAX_TAMPER_TEXT]
+        detail = _str(obj.get("detail", ""), f"{where}.detail")[:MAX_TAMPER_TEXT]
+        events.append(TamperEvent(kind=kind, detail=detail))
+    return tuple(events)
 
 
 def _termination(raw: Any) -> Termination | None:
@@ -360,8 +417,9 @@ def value(raw: Any, where: str, depth: int = 0) -> Value:
     if kind == "ndarray":
         dtype = _str(obj.get("dtype"), f"{where}.dtype")
         shape = _shape(obj.get("shape"), f"{where}.shape")
-        truncated = _bool(obj.get("truncated", False), f"{where}.truncated")
-        data = _data(obj.get("data"), shape, truncated, where, complex_values=False)
+        _bool(obj.get("truncated", False), f"{where}.truncated")  # judged by our own cap
+        data = _data(obj.get("data"), shape, dtype, where)
+        truncated = len(data) < full_length(math.prod(shape), dtype)
         return NdarrayValue(dtype=dtype, shape=shape, data=data, truncated=truncated)
     if kind in ("number", "bool", "str", "none"):
         return _scalar(kind, obj.get("value"), where)
@@ -401,7 +459,8 @@ def _tensor(obj: Mapping[str, Any], where: str, depth: int) -> TensorValue:
     if dtype not in DTYPES:
         raise CaptureError(f"{where}.dtype: unknown dtype {dtype!r}")
     shape = _shape(obj.get("shape"), f"{where}.shape")
-    truncated = _bool(obj.get("truncated", False), f"{where}.truncated")
+    _bool(obj.get("truncated", False), f"{where}.truncated")  # judged by our own cap
+    data = _data(obj.get("data"), shape, dtype, where)
     grad = obj.get("grad")
     grad_value: TensorValue | None = None
     if grad is not None:
@@ -414,31 +473,42 @@ def _tensor(obj: Mapping[str, Any], where: str, depth: int) -> TensorValue:
         dtype=dtype,
         shape=shape,
         device=_str(obj.get("device", "cpu"), f"{where}.device"),
-        data=_data(obj.get("data"), shape, truncated, where, complex_values=dtype.startswith("c")),
+        data=data,
         requires_grad=_bool(obj.get("requires_grad", False), f"{where}.requires_grad"),
         is_leaf=_bool(obj.get("is_leaf", True), f"{where}.is_leaf"),
         grad_fn=None if grad_fn is None else _str(grad_fn, f"{where}.grad_fn"),
         grad=grad_value,
-        truncated=truncated,
+        truncated=len(data) < full_length(math.prod(shape), dtype),
     )
 
 
 def _data(
-    raw: Any, shape: tuple[int, ...], truncated: bool, where: str, *, complex_values: bool
+    raw: Any, shape: tuple[int, ...], dtype: str, where: str
 ) -> tuple[float | int | bool, ...]:
+    """The values, at most one per element. Fewer (data cut short, a meta tensor) are
+    kept: such a value never matches (`complete`) and the report flags it."""
     items = _list(raw, f"{where}.data", MAX_ELEMENTS)
-    expected = math.prod(shape) * (2 if complex_values else 1)
-    if (not truncated and len(items) != expected) or len(items) > expected:
+    expected = full_length(math.prod(shape), dtype)
+    if len(items) > expected:
         raise CaptureError(f"{where}.data: {len(items)} values for shape {list(shape)}")
     return tuple(_element(v, where) for v in items)
 
 
 def _element(raw: Any, where: str) -> float | int | bool:
-    if isinstance(raw, bool | int | float):
+    if isinstance(raw, bool | float):
+        return raw
+    if isinstance(raw, int):
+        if not MIN_ELEMENT <= raw <= MAX_ELEMENT:
+            raise CaptureError(f"{where}.data: an integer outside every dtype's range")
         return raw
     if isinstance(raw, str) and raw in NON_FINITE:
         return NON_FINITE[raw]
-    raise CaptureError(f"{where}.data: {raw!r} is not a number")
+    raise CaptureError(f"{where}.data: {_short(raw)} is not a number")
+
+
+def _short(raw: Any) -> str:
+    text = repr(raw) if isinstance(raw, str | bool | float | type(None)) else type(raw).__name__
+    return text[:40]
 
 
 def _scalar(kind: str, raw: Any, where: str) -> ScalarValue:
@@ -452,11 +522,23 @@ def _scalar(kind: str, raw: Any, where: str) -> ScalarValue:
 
 
 def _number(raw: Any, where: str) -> float | int:
+    """A JSON number or "nan"/"inf"/"-inf". Integers beyond MAX_EXACT_INT (a Python int
+    may be huge) become floats, infinite beyond the float range: every number the checks
+    read converts to float without an OverflowError."""
     if isinstance(raw, str) and raw in NON_FINITE:
         return NON_FINITE[raw]
-    if isinstance(raw, int | float) and not isinstance(raw, bool):
+    if isinstance(raw, float):
         return raw
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw if abs(raw) <= MAX_EXACT_INT else _int_as_float(raw)
     raise CaptureError(f"{where}: must be a number")
+
+
+def _int_as_float(raw: int) -> float:
+    try:
+        return float(raw)
+    except OverflowError:
+        return math.inf if raw > 0 else -math.inf
 
 
 # -- primitives ----------------------------------------------------------------------
@@ -490,9 +572,11 @@ def _bool(raw: Any, where: str) -> bool:
     return raw
 
 
-def _int(raw: Any, where: str, *, signed: bool = False) -> int:
+def _int(raw: Any, where: str, *, signed: bool = False, limit: int = MAX_COUNT) -> int:
     if not isinstance(raw, int) or isinstance(raw, bool) or (raw < 0 and not signed):
         raise CaptureError(f"{where}: must be a non-negative integer")
+    if abs(raw) > limit:
+        raise CaptureError(f"{where}: integer out of range")
     return raw
 
 
@@ -502,7 +586,10 @@ def _float(raw: Any, where: str) -> float:
 
 def _shape(raw: Any, where: str) -> tuple[int, ...]:
     items = _list(raw, where, MAX_DIMS)
-    return tuple(_int(v, where) for v in items)
+    shape = tuple(_int(v, where, limit=MAX_DIM) for v in items)
+    if math.prod(shape) > MAX_NUMEL:
+        raise CaptureError(f"{where}: more elements than a tensor can hold")
+    return shape
 
 
 def _choice(raw: Any, choices: tuple[str, ...], where: str) -> str:

@@ -1,15 +1,41 @@
-"""Named mistakes (FORMAT.md section 5) and the recognisers that find them.
+"""Diagnoses: the named mistakes (FORMAT.md section 5) and every rule that names one.
 
-A failed check gets at most one diagnosis: `(slug, title, hint)`. The recognisers are
-pure functions over plain values; `grader.checks` calls them while comparing.
+A failed check gets at most one diagnosis: `(slug, title, hint)`. The checks compare
+(grader.checks.compare says WHAT differs); the rules here say WHICH mistake that is,
+from the difference and from what the run did (backward calls, errors, stale grads).
+So "why this diagnosis?" is answered by this module alone:
+
+- `DIAGNOSES`: every slug with its title and hint.
+- Difference rules: `difference_slug` (shape/dtype/device/kind, then `ratio_slug`:
+  sign-error, scaled-by-n, forgot-zero-grad from a whole-number factor).
+- Run rules: `context_diagnosis` (course errors and crashes over generic findings, cut
+  graphs), `missing_grad_slug`, `count_slug`, `history_slug`, the loss-curve rules,
+  `graph_facts_slug`, `message_slug`, `error_slug`.
+
+Every rule is total over captured numbers (NaN, infinities, subnormals): none raises.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from grader.capture import (
+    BackwardCall,
+    DictValue,
+    ErrorInfo,
+    ListValue,
+    ModuleValue,
+    NdarrayValue,
+    ScalarValue,
+    TensorValue,
+    Value,
+)
+from grader.checks.compare import Difference, Mismatch, Tolerance, all_close, compare_tensors
+from grader.checks.trials import Trial
 
 INTEGER_TOLERANCE = 1e-4  # how close a ratio must be to an integer to count as one
 MAX_SCALE = 4096  # larger integer ratios are not recognised as a mean/sum or accumulation
@@ -156,6 +182,8 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
     ),
 )
 
+# -- error messages ------------------------------------------------------------------
+
 # Recorded autograd errors of the course, recognised by their message.
 ERROR_SIGNATURES: tuple[tuple[str, str], ...] = (
     ("grad can be implicitly created only for scalar outputs", "nonscalar-backward"),
@@ -174,30 +202,54 @@ def error_slug(message: str) -> str | None:
     return None
 
 
-def close(a: float, b: float, rtol: float, atol: float) -> bool:
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    if math.isinf(a) or math.isinf(b):
-        return a == b
-    return abs(a - b) <= atol + rtol * abs(b)
+def message_slug(got: str, want: str) -> str:
+    """A message check holds another text: a course error other than the expected one
+    names itself; anything else is a wrong value."""
+    slug = error_slug(got)
+    if slug is None or slug == error_slug(want):
+        return "wrong-value"
+    return slug
 
 
-def all_close(got: Sequence[float], want: Sequence[float], rtol: float, atol: float) -> bool:
-    if len(got) != len(want):
-        return False
-    return all(close(g, w, rtol, atol) for g, w in zip(got, want, strict=True))
+# -- differences between values ------------------------------------------------------
+
+SLUG_OF_MISMATCH: Mapping[Mismatch, str] = MappingProxyType(
+    {
+        Mismatch.SHAPE: "shape-mismatch",
+        Mismatch.DTYPE: "dtype-mismatch",
+        Mismatch.DEVICE: "device-mismatch",
+        Mismatch.KIND: "wrong-type",
+        Mismatch.MISSING: "missing-name",
+        Mismatch.LENGTH: "wrong-value",
+    }
+)
+
+
+def difference_slug(difference: Difference, *, accumulated: bool) -> str:
+    """The mistake a difference shows. Differing numbers are named by their ratio
+    (`ratio_slug`); a meta tensor is on the wrong device; data that is not all there
+    matches nothing (the report flags it) and is a wrong value."""
+    if difference.mismatch is Mismatch.VALUES:
+        rtol, atol = difference.tolerance
+        found = ratio_slug(difference.got, difference.want, rtol, atol, accumulated=accumulated)
+        return found or "wrong-value"
+    if difference.mismatch is Mismatch.NO_DATA:
+        return "device-mismatch" if difference.meta else "wrong-value"
+    return SLUG_OF_MISMATCH[difference.mismatch]
 
 
 def common_ratio(
     got: Sequence[float], want: Sequence[float], rtol: float, atol: float
 ) -> float | None:
-    """The factor r with got == r * want elementwise (within tolerance), or None."""
+    """The finite factor r with got == r * want elementwise (within tolerance), or None."""
     if len(got) != len(want) or not want:
         return None
     pivot = max(range(len(want)), key=lambda i: abs(want[i]) if math.isfinite(want[i]) else 0)
     if not math.isfinite(want[pivot]) or abs(want[pivot]) <= atol or not math.isfinite(got[pivot]):
         return None
     ratio = got[pivot] / want[pivot]
+    if not math.isfinite(ratio):
+        return None
     scaled = [ratio * w for w in want]
     if all_close(got, scaled, rtol * 10, atol * 10):
         return ratio
@@ -205,7 +257,10 @@ def common_ratio(
 
 
 def whole(value: float) -> int | None:
-    """`value` as an integer when it is one (within INTEGER_TOLERANCE)."""
+    """`value` as an integer when it is one (within INTEGER_TOLERANCE); None for NaN and
+    the infinities."""
+    if not math.isfinite(value):
+        return None
     rounded = round(value)
     if abs(value - rounded) <= INTEGER_TOLERANCE * max(1.0, abs(value)):
         return int(rounded)
@@ -229,9 +284,9 @@ def ratio_slug(
     ratio = common_ratio(got, want, rtol, atol)
     if ratio is None:
         return None
-    if whole(ratio) == -1:
-        return "sign-error"
     factor = whole(ratio)
+    if factor == -1:
+        return "sign-error"
     if factor is not None and 2 <= factor <= MAX_SCALE:
         return "forgot-zero-grad" if accumulated else "scaled-by-n"
     if ratio != 0:
@@ -239,6 +294,9 @@ def ratio_slug(
         if inverse is not None and 2 <= inverse <= MAX_SCALE:
             return "scaled-by-n"
     return None
+
+
+# -- loss curves ---------------------------------------------------------------------
 
 
 def curve_slug(losses: Sequence[float]) -> str | None:
@@ -267,12 +325,222 @@ def unconverged_slug(losses: Sequence[float]) -> str:
     return "not-converged"
 
 
-def first_error_slug(messages: Iterable[str]) -> str | None:
+def pointwise_curve_slug(losses: Sequence[float], trial: Trial) -> str:
+    """Pointwise mode: the reference's step count is the learner's too, so more backward
+    calls than the reference's are evidence of an accumulation."""
+    shape = curve_slug(losses)
+    if shape == "loss-diverges":
+        return shape
+    if accumulated(trial):
+        return "forgot-zero-grad"
+    return shape or "wrong-value"
+
+
+def properties_curve_slug(losses: Sequence[float], trial: Trial, *, falls: bool) -> str:
+    """Properties mode: the step count is the learner's choice, so only stale grads
+    before the learner's backward calls (where the reference's were fresh) show an
+    accumulation; otherwise the curve's shape names the mistake."""
+    shape = curve_slug(losses)
+    if shape == "loss-diverges":
+        return shape
+    if stale(trial.ok_learner_calls) and not stale(trial.ok_reference_calls):
+        return "forgot-zero-grad"
+    if falls:
+        return shape or "loss-flat"
+    return unconverged_slug(losses)
+
+
+def steps_slug(optimizer_steps: int) -> str:
+    """Backward calls and optimizer steps disagree: no step at all leaves the parameters
+    where they are (the loss stays flat)."""
+    return "loss-flat" if optimizer_steps == 0 else "wrong-value"
+
+
+# -- the run: backward calls, grads, errors ------------------------------------------
+
+# Diagnoses that only say "something is missing or off": an uncaught exception that the
+# reference did not raise is the better explanation for them.
+GENERIC = frozenset(
+    {
+        "wrong-value",
+        "missing-name",
+        "graph-broken",
+        "missing-retain-grad",
+        "loss-flat",
+        "no-backward",
+    }
+)
+
+
+def _error_slugs(calls: Sequence[BackwardCall], exception: ErrorInfo | None) -> Counter[str]:
+    found: Counter[str] = Counter()
+    messages = [c.error.message for c in calls if c.error is not None]
     for message in messages:
         slug = error_slug(message)
-        if slug is not None:
+        if slug:
+            found[slug] += 1
+    if exception is not None and exception.message not in messages:
+        slug = error_slug(exception.message)
+        if slug:
+            found[slug] += 1
+    return found
+
+
+def course_error(trial: Trial) -> str | None:
+    """A course error (non-scalar backward, freed graph, ...) the learner hit more often
+    than the reference did."""
+    mine = _error_slugs(trial.learner_calls, trial.learner_exception)
+    theirs = _error_slugs(trial.reference_calls, trial.reference_exception)
+    for slug, count in mine.items():
+        if count > theirs.get(slug, 0):
             return slug
     return None
+
+
+def crashed(trial: Trial) -> bool:
+    mine, theirs = trial.learner_exception, trial.reference_exception
+    return mine is not None and (theirs is None or theirs.type != mine.type)
+
+
+def context_diagnosis(trial: Trial, found: str) -> str:
+    """The real mistake: a course error the learner hit (more often than the reference,
+    or uncaught), then a crash over a generic finding, then the check's own finding."""
+    error = course_error(trial)
+    if error:
+        return error
+    if crashed(trial):
+        assert trial.learner_exception is not None
+        error = error_slug(trial.learner_exception.message)
+        if error:
+            return error
+        if found in GENERIC:
+            return "crashed"
+    theirs_stale = stale(trial.ok_reference_calls)
+    if found == "scaled-by-n" and theirs_stale and not stale(trial.ok_learner_calls):
+        return "wrong-value"  # a missing accumulation, not a mean/sum mix-up
+    if found == "scaled-by-n" and graph_cut(trial):
+        return "graph-broken"  # a factor from a cut path (.item(), detach), not mean/sum
+    return found or "wrong-value"
+
+
+def graph_cut(trial: Trial) -> bool:
+    """Does the learner's run show a cut graph? Some tensor that requires grad in the
+    reference does not in the learner's, or, after backward calls ran, a leaf that
+    requires grad has no .grad where the reference's has one."""
+    ran = bool(trial.ok_learner_calls)
+    for key, want in trial.reference.items():
+        for mine, theirs in tensor_pairs(trial.learner.get(key), want):
+            if theirs.requires_grad and not mine.requires_grad:
+                return True
+            lost = theirs.grad is not None and mine.grad is None
+            if ran and lost and mine.is_leaf and mine.requires_grad:
+                return True
+    return False
+
+
+def graph_facts_slug(got: TensorValue, want: TensorValue) -> str:
+    """A graph check's facts differ: losing requires_grad or the grad_fn cuts the graph."""
+    broken = (want.requires_grad and not got.requires_grad) or (
+        want.grad_fn is not None and got.grad_fn is None
+    )
+    return "graph-broken" if broken else "wrong-value"
+
+
+def tensor_pairs(got: Value | None, want: Value) -> list[tuple[TensorValue, TensorValue]]:
+    if isinstance(got, TensorValue) and isinstance(want, TensorValue):
+        return [(got, want)]
+    if isinstance(got, ModuleValue) and isinstance(want, ModuleValue):
+        return [(got.params[k], p) for k, p in want.params.items() if k in got.params]
+    return []
+
+
+def no_backward(trial: Trial) -> bool:
+    """The learner's run made no backward call at all (not even a failed one)."""
+    return not trial.learner_calls
+
+
+def expected_grads_present(trial: Trial) -> bool:
+    """Does some learner tensor hold the reference's (non-None) .grad? Without any
+    backward call, such a grad was written by hand."""
+    for key, want in trial.reference.items():
+        for mine, theirs in tensor_pairs(trial.learner.get(key), want):
+            if theirs.grad is None or mine.grad is None:
+                continue
+            if compare_tensors(mine.grad, theirs.grad, Tolerance()) is None:
+                return True
+    return False
+
+
+def grad_written_by_hand(trial: Trial, expects_grads: bool) -> bool:
+    """The expected .grad is there, the reference needed a backward call for it, and the
+    learner's run made none that succeeded: hard-coded."""
+    return expects_grads and bool(trial.ok_reference_calls) and not trial.ok_learner_calls
+
+
+def missing_grad_slug(got: TensorValue, trial: Trial) -> str:
+    """Why `got.grad` is None where the reference has one: backward never ran, the
+    non-leaf's grad was not retained, or the graph never reached the tensor."""
+    if no_backward(trial):
+        return "no-backward"
+    if not got.is_leaf and got.requires_grad:
+        return "missing-retain-grad"
+    return "graph-broken"
+
+
+def count_slug(trial: Trial) -> str:
+    """Why the number of successful backward calls differs from the reference's."""
+    mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+    if len(mine) > len(theirs) and accumulated(trial):
+        return "forgot-zero-grad"
+    if not mine and no_backward(trial) and trial.learner_exception is None:
+        return "hard-coded" if expected_grads_present(trial) else "no-backward"
+    return "wrong-value"
+
+
+def history_slug(difference: Difference, trial: Trial, target: str) -> str:
+    """A grad after some backward call differs: stale grads before the learner's calls
+    (where the reference's were fresh) are a forgotten zero_grad."""
+    mine_stale = any(stale_names(c, [target]) for c in trial.ok_learner_calls)
+    theirs_stale = any(stale_names(c, [target]) for c in trial.ok_reference_calls)
+    was_stale = mine_stale and not theirs_stale
+    slug = difference_slug(difference, accumulated=was_stale or accumulated(trial))
+    return "forgot-zero-grad" if was_stale and slug == "wrong-value" else slug
+
+
+def stale(calls: Sequence[BackwardCall]) -> bool:
+    return any(stale_names(call) for call in calls)
+
+
+def accumulated(trial: Trial, names: Sequence[str] | None = None) -> bool:
+    """Did the learner's run accumulate gradients (more calls, or stale grads)?"""
+    if len(trial.ok_learner_calls) > len(trial.ok_reference_calls):
+        return True
+    return any(stale_names(call, names) for call in trial.ok_learner_calls)
+
+
+def stale_names(call: BackwardCall, names: Sequence[str] | None = None) -> list[str]:
+    """Tracked names whose grad was neither None nor zero before this call."""
+    found = []
+    for name, grad in call.grads_before.items():
+        if names is not None and name not in names:
+            continue
+        if grad is not None and any(v != 0 for v in flat_numbers(grad)):
+            found.append(name)
+    return found
+
+
+def flat_numbers(value: Value | None) -> list[float]:
+    if isinstance(value, TensorValue | NdarrayValue):
+        return value.floats()
+    if isinstance(value, ScalarValue) and value.kind == "number":
+        return [float(value.value)]  # type: ignore[arg-type]
+    if isinstance(value, DictValue):
+        return [v for item in value.items.values() for v in flat_numbers(item)]
+    if isinstance(value, ListValue):
+        return [v for item in value.items for v in flat_numbers(item)]
+    if isinstance(value, ModuleValue):
+        return [v for p in value.params.values() for v in p.floats()]
+    return []
 
 
 def describe(slug: str, extra: Mapping[str, Diagnosis] | None = None) -> Diagnosis:

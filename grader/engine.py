@@ -22,10 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.cache import ReferenceCache, cache_key
-from grader.capture import Capture, CaptureError, ErrorInfo, parse_result, validate_capture
+from grader.capture import (
+    TENSOR_ELEMENTS,
+    Capture,
+    CaptureError,
+    ErrorInfo,
+    parse_result,
+    validate_capture,
+)
 from grader.protocol import (
     PROTOCOL_VERSION,
     ExerciseError,
+    IntegrityFlag,
     Limits,
     Report,
     RunStatus,
@@ -37,7 +45,6 @@ from grader.sandbox.base import Sandbox
 from grader.spec import Package
 
 DEV_SEED = 20_240_601  # the documented development seed of `python -m grader`
-TENSOR_ELEMENTS = 100_000  # values kept per captured tensor
 FRAME_OVERHEAD = 256  # bytes of the result frame's header line
 NO_RESULT = "your program stopped without producing a result"
 OUTPUT_LIMIT = "output limit exceeded"
@@ -92,8 +99,7 @@ def learner_envelope(package: Package, code: str, reference: Capture) -> dict[st
         "names": list(manifest.names),
         "limits": _envelope_limits(manifest.limits),
     }
-    if manifest.kind == "function":
-        files["cases.py"] = package.cases or ""
+    if manifest.kind == "function":  # plain data only: no exercise code, no seed
         envelope.update(entry=manifest.entry, cases=[dict(c.input or {}) for c in reference.cases])
     envelope["files"] = files
     return envelope
@@ -269,8 +275,9 @@ def grade_with_capture(
         return failed_report(package, failure_message(run.result, limits), runtime, duration), None
     try:
         learner = parse_result(run.result.stdout, run.nonce)
-    except CaptureError:
-        return failed_report(package, NO_RESULT, runtime, duration), None
+    except CaptureError as error:  # an honest harness never frames an invalid capture
+        flag = IntegrityFlag("invalid-capture", str(error))
+        return failed_report(package, NO_RESULT, runtime, duration, flags=[flag]), None
     if learner.kind != reference.kind:
         return failed_report(package, NO_RESULT, runtime, duration), None
     if learner.terminated is not None:
@@ -282,18 +289,3 @@ def grade_with_capture(
         message = f"{OUTPUT_LIMIT} (more than {limits.stdout_bytes} bytes printed)"
         return failed_report(package, message, runtime, duration, learner), learner
     return build_report(package, learner, reference, runtime, duration), learner
-
-
-# -- compatibility -------------------------------------------------------------------
-
-_VALIDATION_NAMES = frozenset({"Validation", "ValidationItem", "validate_package"})
-
-
-def __getattr__(name: str) -> Any:
-    """`from grader.engine import validate_package, Validation` keeps working: package
-    validation lives in grader.validation (imported lazily: it imports this module)."""
-    if name in _VALIDATION_NAMES:
-        from grader import validation
-
-        return getattr(validation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

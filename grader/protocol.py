@@ -89,6 +89,16 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class IntegrityFlag:
+    """Something in a learner's run that an honest run cannot produce (a tamper attempt
+    the harness recorded, a structurally impossible capture, a check that could not
+    judge it): the platform holds the score for an instructor's review."""
+
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class Report:
     status: str  # "graded" | "failed"
     score: float
@@ -101,14 +111,20 @@ class Report:
     curves: Mapping[str, Any] | None = None
     duration_s: float = 0.0
     runtime: str = ""
+    integrity_flags: tuple[IntegrityFlag, ...] = ()  # empty: nothing to review
 
     def to_json(self) -> dict[str, Any]:
         raw = dataclasses.asdict(self)
         raw["checks"] = [c.to_json() for c in self.checks]
+        raw["integrity_flags"] = [dataclasses.asdict(f) for f in self.integrity_flags]
         return raw
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Report:
         values = {f.name: raw[f.name] for f in dataclasses.fields(cls) if f.name in raw}
         values["checks"] = tuple(CheckResult.from_json(c) for c in raw.get("checks", ()))
+        values["integrity_flags"] = tuple(
+            IntegrityFlag(kind=str(f["kind"]), detail=str(f["detail"]))
+            for f in raw.get("integrity_flags", ())
+        )
         return cls(**values)

@@ -1,24 +1,35 @@
 """The report (FORMAT.md section 6): run every check of the manifest on the learner's
-capture and the reference's, name the mistakes, and gather what the learner may see
-(printed output and exceptions of visible cases only, the loss curves)."""
+capture and the reference's, name the mistakes, gather what the learner may see
+(printed output and exceptions of visible cases only, the loss curves) and the
+integrity flags that hold the score for review (grader.checks.integrity)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from grader import diagnose
 from grader.capture import Capture
-from grader.checks import REGISTRY
+from grader.checks.base import Outcome
+from grader.checks.integrity import capture_flags, limited
+from grader.checks.registry import run_check
 from grader.checks.runs import losses
-from grader.protocol import CheckResult, Report
-from grader.spec import Package
+from grader.protocol import CheckResult, IntegrityFlag, Report
+from grader.spec import CheckSpec, Package
 
 TRUNCATED = "\n[output truncated]\n"
 
 
 def failed_report(
-    package: Package, message: str, runtime: str, duration: float, capture: Capture | None = None
+    package: Package,
+    message: str,
+    runtime: str,
+    duration: float,
+    capture: Capture | None = None,
+    flags: Iterable[IntegrityFlag] = (),
 ) -> Report:
+    """A failed run: score 0, `message` says why; flagged like a graded one."""
+    found = [*flags, *(capture_flags(capture) if capture else [])]
     return Report(
         status="failed",
         score=0.0,
@@ -29,36 +40,45 @@ def failed_report(
         exception=exception_json(capture) if capture else None,
         duration_s=round(duration, 3),
         runtime=runtime,
+        integrity_flags=limited(found),
     )
 
 
 def run_checks(package: Package, learner: Capture, reference: Capture) -> tuple[CheckResult, ...]:
+    return tuple(r for r, _ in _checked(package, learner, reference))
+
+
+def _checked(
+    package: Package, learner: Capture, reference: Capture
+) -> list[tuple[CheckResult, Outcome]]:
     extra = {
         slug: diagnose.Diagnosis(slug, spec.title, spec.hint)
         for slug, spec in package.manifest.diagnoses.items()
     }
     results = []
     for spec in package.manifest.checks:
-        outcome = REGISTRY[spec.type](learner, reference, spec)
-        diagnosis = hint = ""
-        data = dict(outcome.data)
-        if not outcome.passed:
-            found = diagnose.describe(outcome.diagnosis or "wrong-value", extra)
-            diagnosis, hint = found.slug, found.hint
-            data["diagnosis_title"] = found.title
-        results.append(
-            CheckResult(
-                name=spec.name,
-                passed=outcome.passed,
-                score=float(spec.points) if outcome.passed else 0.0,
-                max_score=float(spec.points),
-                message=outcome.message,
-                diagnosis=diagnosis,
-                hint=hint,
-                data=data,
-            )
-        )
-    return tuple(results)
+        outcome = run_check(spec, learner, reference)
+        results.append((_result(spec, outcome, extra), outcome))
+    return results
+
+
+def _result(spec: CheckSpec, outcome: Outcome, extra: dict[str, diagnose.Diagnosis]) -> CheckResult:
+    diagnosis = hint = ""
+    data = dict(outcome.data)
+    if not outcome.passed and not outcome.grading_error:
+        found = diagnose.describe(outcome.diagnosis or "wrong-value", extra)
+        diagnosis, hint = found.slug, found.hint
+        data["diagnosis_title"] = found.title
+    return CheckResult(
+        name=spec.name,
+        passed=outcome.passed,
+        score=float(spec.points) if outcome.passed else 0.0,
+        max_score=float(spec.points),
+        message=outcome.message,
+        diagnosis=diagnosis,
+        hint=hint,
+        data=data,
+    )
 
 
 def stdout_text(capture: Capture, cap: int) -> str:
@@ -102,7 +122,10 @@ def _finite(value: float) -> float | str:
 def build_report(
     package: Package, learner: Capture, reference: Capture, runtime: str, duration: float
 ) -> Report:
-    checks = run_checks(package, learner, reference)
+    checked = _checked(package, learner, reference)
+    checks = tuple(result for result, _ in checked)
+    errors = [IntegrityFlag("grading-error", o.grading_error) for _, o in checked]
+    errors = [flag for flag in errors if flag.detail]
     score = sum(c.score for c in checks)
     maximum = float(package.manifest.points)
     return Report(
@@ -116,4 +139,5 @@ def build_report(
         curves=_curves(package, learner, reference),
         duration_s=round(duration, 3),
         runtime=runtime,
+        integrity_flags=limited([*capture_flags(learner), *errors]),
     )

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from grader.checks.options import CheckOptions, OptionContext, OptionError
+from grader.checks.registry import REGISTRY, parse_options
 from grader.diagnose import DIAGNOSES
 from grader.protocol import Limits
 
@@ -33,37 +35,9 @@ MAX_TRIALS = 100
 KINDS = ("script", "function")
 DEVICES = ("cpu", "cuda")
 REFERENCE_DEVICES = ("worker", "cpu")
-GRAPH_FACTS = ("requires_grad", "is_leaf", "grad_fn")
-LOSS_CURVE_MODES = ("pointwise", "properties")
-STDOUT_MODES = ("losses", "exact")
-
-# Check type -> (does it need a target?, allowed options). The options' value types are
-# checked by OPTION_VALIDATORS below.
-CHECK_TYPES: Mapping[str, tuple[bool, frozenset[str]]] = MappingProxyType(
-    {
-        "value": (True, frozenset({"rtol", "atol", "device", "variants"})),
-        "grad": (True, frozenset({"rtol", "atol", "device", "variants"})),
-        "graph": (True, frozenset({"facts"})),
-        "backward_calls": (
-            False,
-            frozenset({"count", "retain_graph", "gradient_given", "steps_match"}),
-        ),
-        "grad_history": (True, frozenset({"rtol", "atol", "variants"})),
-        "loss_curve": (
-            False,
-            frozenset({"mode", "rtol", "atol", "falls", "final_below", "max_steps", "min_steps"}),
-        ),
-        "fresh_grads": (False, frozenset({"names"})),
-        "message": (True, frozenset()),
-        "raises": (False, frozenset()),
-        "stdout": (False, frozenset({"mode"})),
-        "gradcheck": (True, frozenset()),
-        "no_error": (False, frozenset()),
-        "device": (True, frozenset()),
-    }
-)
-# Options every check type accepts: `diagnosis` names a failure no recogniser explains.
-COMMON_OPTIONS = frozenset({"diagnosis"})
+# The fields of a [[checks]] table that are not options; each check type declares its
+# options as a typed dataclass beside the check (grader.checks.registry).
+CHECK_FIELDS = frozenset({"name", "type", "target", "points"})
 
 
 class PackageError(ValueError):
@@ -76,10 +50,7 @@ class CheckSpec:
     type: str
     points: int
     target: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    def option(self, key: str, default: Any = None) -> Any:
-        return self.options.get(key, default)
+    options: CheckOptions = field(default_factory=CheckOptions)  # the type's own dataclass
 
 
 @dataclass(frozen=True)
@@ -376,30 +347,24 @@ def _check(
 ) -> CheckSpec:
     name = _text(item, "name", where, prefix=here)
     ctype = item.get("type")
-    if not isinstance(ctype, str) or ctype not in CHECK_TYPES:
+    if not isinstance(ctype, str) or ctype not in REGISTRY:
         raise PackageError(
-            f"{where}: {here}.type: {ctype!r} is not one of {', '.join(sorted(CHECK_TYPES))}"
+            f"{where}: {here}.type: {ctype!r} is not one of {', '.join(sorted(REGISTRY))}"
         )
-    needs_target, allowed = CHECK_TYPES[ctype]
-    allowed = allowed | COMMON_OPTIONS
-    _reject_unknown(item, {"name", "type", "target", "points"} | allowed, where, f"{here}.")
+    raw_options = {key: value for key, value in item.items() if key not in CHECK_FIELDS}
+    try:
+        options = parse_options(ctype, raw_options, OptionContext(tuple(names), frozenset(known)))
+    except OptionError as error:
+        raise PackageError(f"{where}: {here}.{error.field}: {error.message}") from None
     points = _positive_int(item, "points", where, prefix=here)
     target = item.get("target")
-    if needs_target:
+    if REGISTRY[ctype].needs_target:
         target = _text(item, "target", where, prefix=here)
         if kind == "script" and target not in names:
             raise PackageError(f"{where}: {here}.target: {target!r} is not listed in names")
     elif target is not None:
         raise PackageError(f"{where}: {here}.target: a {ctype} check takes no target")
-    options = {key: value for key, value in item.items() if key in allowed}
-    for key, value in options.items():
-        OPTION_VALIDATORS[key](value, f"{where}: {here}.{key}", names, known)
-    if "mode" in options:
-        choices = LOSS_CURVE_MODES if ctype == "loss_curve" else STDOUT_MODES
-        _opt_mode(choices)(options["mode"], f"{where}: {here}.mode", names, known)
-    return CheckSpec(
-        name=name, type=ctype, points=points, target=target, options=MappingProxyType(options)
-    )
+    return CheckSpec(name=name, type=ctype, points=points, target=target, options=options)
 
 
 def _known(
@@ -466,93 +431,6 @@ def _limits(raw: Any, where: str) -> Limits:
         if not number_ok or not math.isfinite(value) or value <= 0:
             raise PackageError(f"{where}: limits.{key}: must be a positive number")
     return defaults.replace(**raw)
-
-
-# -- option validators ---------------------------------------------------------------
-
-
-def _opt_tolerance(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or value < 0:
-        raise PackageError(f"{where}: must be a non-negative number")
-
-
-def _opt_device(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if value != "any":
-        raise PackageError(f'{where}: the only accepted value is "any"')
-
-
-def _opt_variants(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if not isinstance(value, dict) or not value:
-        raise PackageError(f"{where}: must be a table {{diagnosis = observation key}}")
-    for slug, key in value.items():
-        if slug not in known:
-            raise PackageError(f"{where}.{slug}: not a known diagnosis")
-        if not isinstance(key, str) or not key.startswith("_"):
-            raise PackageError(f"{where}.{slug}: must name an observation starting with _")
-
-
-def _opt_diagnosis(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if not isinstance(value, str) or value not in known:
-        raise PackageError(
-            f"{where}: {value!r} is not a known diagnosis "
-            "(grader.diagnose.DIAGNOSES or this manifest's [diagnoses])"
-        )
-
-
-def _opt_facts(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if not isinstance(value, list) or not value or any(v not in GRAPH_FACTS for v in value):
-        raise PackageError(f"{where}: must be a non-empty list drawn from {list(GRAPH_FACTS)}")
-
-
-def _opt_bool(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if not isinstance(value, bool):
-        raise PackageError(f"{where}: must be true or false")
-
-
-def _opt_mode(choices: tuple[str, ...]) -> Any:
-    def validate(value: Any, where: str, names: list[str], known: set[str]) -> None:
-        if value not in choices:
-            raise PackageError(f"{where}: must be one of {list(choices)}")
-
-    return validate
-
-
-def _opt_number(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise PackageError(f"{where}: must be a number")
-
-
-def _opt_steps(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise PackageError(f"{where}: must be a non-negative integer")
-
-
-def _opt_names(value: Any, where: str, names: list[str], known: set[str]) -> None:
-    if not isinstance(value, list) or not value or any(v not in names for v in value):
-        raise PackageError(f"{where}: must be a non-empty list of names listed in names")
-
-
-OPTION_VALIDATORS: Mapping[str, Any] = MappingProxyType(
-    {
-        "rtol": _opt_tolerance,
-        "atol": _opt_tolerance,
-        "device": _opt_device,
-        "variants": _opt_variants,
-        "facts": _opt_facts,
-        "count": _opt_bool,
-        "retain_graph": _opt_bool,
-        "gradient_given": _opt_bool,
-        "steps_match": _opt_bool,
-        "diagnosis": _opt_diagnosis,
-        "mode": lambda v, w, n, k: None,  # checked per check type in _check_mode
-        "falls": _opt_bool,
-        "final_below": _opt_number,
-        "max_steps": _opt_steps,
-        "min_steps": _opt_steps,
-        "names": _opt_names,
-    }
-)
 
 
 # -- scalar field helpers ------------------------------------------------------------

@@ -1,12 +1,19 @@
-"""Comparison of captured values within dtype-aware tolerances (torch.testing's
-defaults), and the recognisers' first guess at why two values differ."""
+"""Comparison of captured values: dtype-aware tolerances (torch.testing's defaults),
+complete data, and recursive equality of tensors, arrays, numbers, strings, lists,
+dicts, modules and exceptions.
+
+This module says WHAT differs: a `Difference` of one `Mismatch` kind, with a message
+and, for differing numbers, the numbers themselves. Which mistake that is (sign error,
+mean versus sum, forgotten zero_grad, ...) is for grader.diagnose to decide.
+"""
 
 from __future__ import annotations
 
+import enum
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from grader import diagnose
 from grader.capture import (
     DictValue,
     ExceptionValue,
@@ -19,7 +26,6 @@ from grader.capture import (
     Value,
 )
 from grader.checks.formatting import Missing, kind_name, show
-from grader.spec import CheckSpec
 
 # torch.testing's defaults per dtype: (rtol, atol).
 TOLERANCES: Mapping[str, tuple[float, float]] = {
@@ -32,17 +38,17 @@ TOLERANCES: Mapping[str, tuple[float, float]] = {
 }
 NUMBER_TOLERANCE = (1.3e-6, 1e-5)  # Python floats are usually float32 results (.item())
 EXACT = (0.0, 0.0)
+# Floating dtypes by precision: an answer more precise than the reference's is the same idea.
+FLOAT_PRECISION = {"bfloat16": 0, "float16": 1, "float32": 2, "float64": 3}
 
 
 @dataclass(frozen=True)
 class Tolerance:
+    """A check's tolerance options; None means the dtype's default."""
+
     rtol: float | None = None
     atol: float | None = None
     device_any: bool = False
-
-    @classmethod
-    def of(cls, spec: CheckSpec) -> Tolerance:
-        return cls(spec.option("rtol"), spec.option("atol"), spec.option("device") == "any")
 
     def for_dtype(self, dtype: str | None) -> tuple[float, float]:
         default = NUMBER_TOLERANCE if dtype is None else TOLERANCES.get(dtype, EXACT)
@@ -52,30 +58,63 @@ class Tolerance:
         )
 
 
+class Mismatch(enum.Enum):
+    VALUES = "values"  # same kind and layout, different contents
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    DEVICE = "device"
+    NO_DATA = "no-data"  # a side carries not all its values (meta device, data cut short)
+    KIND = "kind"  # another kind of value (a float for a tensor, other module parameters)
+    MISSING = "missing"  # a name or key that does not exist
+    LENGTH = "length"  # lists of different lengths
+
+
 @dataclass(frozen=True)
 class Difference:
-    """Why two values differ: a diagnosis slug and a learner-facing message."""
+    """What differs, for the learner (`message`) and for grader.diagnose (`mismatch`,
+    and for VALUES the numbers compared whole and the tolerance they were compared at)."""
 
-    slug: str
+    mismatch: Mismatch
     message: str
+    got: tuple[float, ...] = ()
+    want: tuple[float, ...] = ()
+    tolerance: tuple[float, float] = EXACT
+    meta: bool = False  # NO_DATA because the learner's tensor lives on the meta device
+
+    def within(self, prefix: str) -> Difference:
+        """The same difference, found inside a container (`item 2: ...`)."""
+        return Difference(
+            self.mismatch, f"{prefix}{self.message}", self.got, self.want, self.tolerance, self.meta
+        )
 
 
-def compare_numbers(
-    got: Sequence[float],
-    want: Sequence[float],
-    tol: tuple[float, float],
-    *,
-    accumulated: bool,
+# -- numbers -------------------------------------------------------------------------
+
+
+def close(a: float, b: float, rtol: float, atol: float) -> bool:
+    """|a - b| <= atol + rtol * |b|; NaN equals only NaN, an infinity only itself."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= atol + rtol * abs(b)
+
+
+def all_close(got: Sequence[float], want: Sequence[float], rtol: float, atol: float) -> bool:
+    if len(got) != len(want):
+        return False
+    return all(close(g, w, rtol, atol) for g, w in zip(got, want, strict=True))
+
+
+def _numbers_differ(
+    got: Sequence[float], want: Sequence[float], tol: tuple[float, float], message: str
 ) -> Difference | None:
-    rtol, atol = tol
-    if diagnose.all_close(got, want, rtol, atol):
+    if all_close(got, want, *tol):
         return None
-    slug = diagnose.ratio_slug(got, want, rtol, atol, accumulated=accumulated)
-    return Difference(slug or "wrong-value", "")
+    return Difference(Mismatch.VALUES, message, tuple(got), tuple(want), tol)
 
 
-# Floating dtypes by precision: an answer more precise than the reference's is the same idea.
-FLOAT_PRECISION = {"bfloat16": 0, "float16": 1, "float32": 2, "float64": 3}
+# -- tensors -------------------------------------------------------------------------
 
 
 def same_shape(got: TensorValue, want: TensorValue) -> bool:
@@ -93,33 +132,36 @@ def dtype_accepted(got: str, want: str) -> bool:
     return FLOAT_PRECISION[got] > FLOAT_PRECISION[want]
 
 
-def compare_tensors(
-    got: TensorValue, want: TensorValue, tolerance: Tolerance, *, accumulated: bool
-) -> Difference | None:
+def missing_data(got: TensorValue | NdarrayValue, want: TensorValue | NdarrayValue) -> str | None:
+    """Why the two cannot be compared whole, or None: both sides must carry all their
+    values (or the same capped length), never a data-less meta tensor."""
+    for side, value in (("your", got), ("the expected", want)):
+        if isinstance(value, TensorValue) and value.device_type == "meta":
+            return f"{side} tensor is on the meta device: it holds no values to compare"
+        if not value.complete:
+            return f"{side} value carries {len(value.data)} of its {value.numel} values"
+    return None
+
+
+def compare_tensors(got: TensorValue, want: TensorValue, tolerance: Tolerance) -> Difference | None:
     if not same_shape(got, want):
-        return Difference("shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}")
+        return Difference(Mismatch.SHAPE, f"shape {list(got.shape)}, expected {list(want.shape)}")
     if not dtype_accepted(got.dtype, want.dtype):
-        return Difference("dtype-mismatch", f"dtype {got.dtype}, expected {want.dtype}")
+        return Difference(Mismatch.DTYPE, f"dtype {got.dtype}, expected {want.dtype}")
     if not tolerance.device_any and got.device_type != want.device_type:
-        return Difference("device-mismatch", f"device {got.device}, expected {want.device}")
-    size = min(len(got.data), len(want.data))
-    found = compare_numbers(
-        got.floats()[:size],
-        want.floats()[:size],
-        tolerance.for_dtype(want.dtype),
-        accumulated=accumulated,
-    )
-    if found is None:
-        return None
-    return Difference(found.slug, f"got {show(got)}, expected {show(want)}")
+        return Difference(Mismatch.DEVICE, f"device {got.device}, expected {want.device}")
+    unreadable = missing_data(got, want)
+    if unreadable is not None:
+        return Difference(Mismatch.NO_DATA, unreadable, meta=got.device_type == "meta")
+    message = f"got {show(got)}, expected {show(want)}"
+    return _numbers_differ(got.floats(), want.floats(), tolerance.for_dtype(want.dtype), message)
+
+
+# -- any value -----------------------------------------------------------------------
 
 
 def compare_values(
-    got: Value | Missing | None,
-    want: Value | Missing | None,
-    tolerance: Tolerance,
-    *,
-    accumulated: bool = False,
+    got: Value | Missing | None, want: Value | Missing | None, tolerance: Tolerance
 ) -> Difference | None:
     """Recursive equality within tolerance; None when equal."""
     if isinstance(want, Missing):
@@ -127,135 +169,130 @@ def compare_values(
     if want is None:
         return None if got is None else _other(got, want)
     if isinstance(got, Missing):
-        return Difference("missing-name", "not defined")
+        return Difference(Mismatch.MISSING, "not defined")
     if isinstance(want, TensorValue):
         if not isinstance(got, TensorValue):
-            return _wrong_type(got, want)
-        return compare_tensors(got, want, tolerance, accumulated=accumulated)
+            return _wrong_kind(got, want)
+        return compare_tensors(got, want, tolerance)
     if isinstance(want, NdarrayValue):
-        return _compare_arrays(got, want, tolerance, accumulated)
+        return _compare_arrays(got, want, tolerance)
     if isinstance(want, ScalarValue):
-        return _compare_scalars(got, want, tolerance, accumulated)
+        return _compare_scalars(got, want, tolerance)
     if isinstance(want, ListValue):
-        return _compare_lists(got, want, tolerance, accumulated)
+        return _compare_lists(got, want, tolerance)
     if isinstance(want, DictValue):
-        return _compare_dicts(got, want, tolerance, accumulated)
+        return _compare_dicts(got, want, tolerance)
     if isinstance(want, ModuleValue):
-        return _compare_modules(got, want, tolerance, accumulated)
+        return _compare_modules(got, want, tolerance)
     if isinstance(want, ExceptionValue):
         if not isinstance(got, ExceptionValue):
-            return _wrong_type(got, want)
+            return _wrong_kind(got, want)
         if got.type != want.type or normalise(want.message) not in normalise(got.message):
-            return Difference("wrong-value", f"got {show(got)}, expected {show(want)}")
+            return _other(got, want)
         return None
     if isinstance(want, ObjectValue) and (
         not isinstance(got, ObjectValue) or got.type != want.type
     ):
-        return _wrong_type(got, want)
+        return _wrong_kind(got, want)
     return None
 
 
 def _other(got: Value | Missing | None, want: Value | Missing | None) -> Difference:
-    return Difference("wrong-value", f"got {show(got)}, expected {show(want)}")
+    return Difference(Mismatch.VALUES, f"got {show(got)}, expected {show(want)}")
 
 
-def _wrong_type(got: Value | Missing | None, want: Value) -> Difference:
+def _wrong_kind(got: Value | Missing | None, want: Value) -> Difference:
     if isinstance(got, Missing):
-        return Difference("missing-name", "not defined")
-    return Difference("wrong-type", f"holds {kind_name(got)}, expected {kind_name(want)}")
+        return Difference(Mismatch.MISSING, "not defined")
+    return Difference(Mismatch.KIND, f"holds {kind_name(got)}, expected {kind_name(want)}")
 
 
 def _compare_arrays(
-    got: Value | Missing | None, want: NdarrayValue, tolerance: Tolerance, accumulated: bool
+    got: Value | Missing | None, want: NdarrayValue, tolerance: Tolerance
 ) -> Difference | None:
     if not isinstance(got, NdarrayValue):
-        return _wrong_type(got, want)
+        return _wrong_kind(got, want)
     if got.shape != want.shape:
-        return Difference("shape-mismatch", f"shape {list(got.shape)}, expected {list(want.shape)}")
+        return Difference(Mismatch.SHAPE, f"shape {list(got.shape)}, expected {list(want.shape)}")
     if got.dtype != want.dtype:
-        return Difference("dtype-mismatch", f"dtype {got.dtype}, expected {want.dtype}")
-    found = compare_numbers(
-        got.floats(), want.floats(), tolerance.for_dtype(want.dtype), accumulated=accumulated
-    )
-    if found is None:
-        return None
-    return Difference(found.slug, f"got {show(got)}, expected {show(want)}")
+        return Difference(Mismatch.DTYPE, f"dtype {got.dtype}, expected {want.dtype}")
+    unreadable = missing_data(got, want)
+    if unreadable is not None:
+        return Difference(Mismatch.NO_DATA, unreadable)
+    message = f"got {show(got)}, expected {show(want)}"
+    return _numbers_differ(got.floats(), want.floats(), tolerance.for_dtype(want.dtype), message)
 
 
 def _compare_scalars(
-    got: Value | Missing | None, want: ScalarValue, tolerance: Tolerance, accumulated: bool
+    got: Value | Missing | None, want: ScalarValue, tolerance: Tolerance
 ) -> Difference | None:
     if want.kind == "number":
         if isinstance(got, TensorValue) and got.numel == 1:
+            if not got.complete:
+                return Difference(Mismatch.NO_DATA, missing_data(got, got) or "no value")
             numbers = got.floats()
         elif isinstance(got, ScalarValue) and got.kind == "number":
             numbers = [float(got.value)]  # type: ignore[arg-type]
         else:
-            return _wrong_type(got, want)
-        found = compare_numbers(
-            numbers,
-            [float(want.value)],  # type: ignore[arg-type]
-            tolerance.for_dtype(None),
-            accumulated=accumulated,
-        )
-        if found is None:
-            return None
-        return Difference(found.slug, f"got {show(got)}, expected {show(want)}")
+            return _wrong_kind(got, want)
+        message = f"got {show(got)}, expected {show(want)}"
+        wanted = [float(want.value)]  # type: ignore[arg-type]
+        return _numbers_differ(numbers, wanted, tolerance.for_dtype(None), message)
     if not isinstance(got, ScalarValue) or got.kind != want.kind:
-        return _wrong_type(got, want)
+        return _wrong_kind(got, want)
     if want.kind == "str" and normalise(str(got.value)) == normalise(str(want.value)):
         return None
     if got.value == want.value:
         return None
-    return Difference("wrong-value", f"got {show(got)}, expected {show(want)}")
+    return _other(got, want)
 
 
 def _compare_lists(
-    got: Value | Missing | None, want: ListValue, tolerance: Tolerance, accumulated: bool
+    got: Value | Missing | None, want: ListValue, tolerance: Tolerance
 ) -> Difference | None:
     if not isinstance(got, ListValue):
-        return _wrong_type(got, want)
+        return _wrong_kind(got, want)
     if len(got.items) != len(want.items):
         return Difference(
-            "wrong-value",
+            Mismatch.LENGTH,
             f"{len(got.items)} items, expected {len(want.items)}: got {show(got)}, "
             f"expected {show(want)}",
         )
     for index, (mine, theirs) in enumerate(zip(got.items, want.items, strict=True)):
-        found = compare_values(mine, theirs, tolerance, accumulated=accumulated)
+        found = compare_values(mine, theirs, tolerance)
         if found is not None:
-            return Difference(found.slug, f"item {index}: {found.message}")
+            return found.within(f"item {index}: ")
     return None
 
 
 def _compare_dicts(
-    got: Value | Missing | None, want: DictValue, tolerance: Tolerance, accumulated: bool
+    got: Value | Missing | None, want: DictValue, tolerance: Tolerance
 ) -> Difference | None:
     if not isinstance(got, DictValue):
-        return _wrong_type(got, want)
+        return _wrong_kind(got, want)
     missing = [k for k in want.items if k not in got.items]
     if missing:
-        return Difference("missing-name", f"key {missing[0]!r} is missing")
+        return Difference(Mismatch.MISSING, f"key {missing[0]!r} is missing")
     for key, theirs in want.items.items():
-        found = compare_values(got.items[key], theirs, tolerance, accumulated=accumulated)
+        found = compare_values(got.items[key], theirs, tolerance)
         if found is not None:
-            return Difference(found.slug, f"[{key!r}]: {found.message}")
+            return found.within(f"[{key!r}]: ")
     return None
 
 
 def _compare_modules(
-    got: Value | Missing | None, want: ModuleValue, tolerance: Tolerance, accumulated: bool
+    got: Value | Missing | None, want: ModuleValue, tolerance: Tolerance
 ) -> Difference | None:
     if not isinstance(got, ModuleValue):
-        return _wrong_type(got, want)
+        return _wrong_kind(got, want)
     if set(got.params) != set(want.params):
         return Difference(
-            "wrong-type", f"parameters {sorted(got.params)}, expected {sorted(want.params)}"
+            Mismatch.KIND, f"parameters {sorted(got.params)}, expected {sorted(want.params)}"
         )
     for name, theirs in want.params.items():
-        found = compare_tensors(got.params[name], theirs, tolerance, accumulated=accumulated)
+        found = compare_tensors(got.params[name], theirs, tolerance)
         if found is not None:
-            return Difference(found.slug, f"parameter {name}: {found.message}")
+            return found.within(f"parameter {name}: ")
     return None
 
 

@@ -1,50 +1,125 @@
 """Checks on what happened during the run: backward calls, gradient history, the loss
-curve, fresh gradients, exceptions, printed output."""
+curve, fresh gradients, exceptions, printed output; each with its typed options."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from grader import diagnose
 from grader.capture import BackwardCall, Capture, ListValue, Value
-from grader.checks.base import (
-    Outcome,
-    Trial,
-    accumulated,
-    each_trial,
-    expected_grads_present,
-    failed,
-    no_backward,
-    passed,
-    stale_names,
-)
-from grader.checks.compare import NUMBER_TOLERANCE, Tolerance, compare_values
+from grader.checks.base import Outcome, each_trial, failed, passed
+from grader.checks.compare import NUMBER_TOLERANCE, Tolerance, close, compare_values
 from grader.checks.formatting import Missing, fmt_number, show
-from grader.spec import CheckSpec
+from grader.checks.options import (
+    CheckOptions,
+    OptionError,
+    count,
+    flag,
+    listed_names,
+    number,
+    one_of,
+    option,
+    options_of,
+    tolerance,
+    variants,
+)
+from grader.checks.trials import Trial
+
+if TYPE_CHECKING:
+    from grader.spec import CheckSpec
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan", re.IGNORECASE)
 PRINTED_RTOL = 1e-3  # a printed loss may be rounded to about 4 significant digits
 SHOWN_LOSSES = 6
+LOSS_CURVE_MODES = ("pointwise", "properties")
+STDOUT_MODES = ("exact", "losses")
+CALL_FACTS = ("count", "retain_graph", "gradient_given")
 
 
-def _calls_word(count: int) -> str:
-    return f"{count} successful backward call" + ("" if count == 1 else "s")
+@dataclass(frozen=True)
+class BackwardCallsOptions(CheckOptions):
+    """`backward_calls`: the facts to compare (none set: the count), and `steps_match`
+    (one optimizer step per successful backward call)."""
+
+    count: bool = option(False, flag)
+    retain_graph: bool = option(False, flag)
+    gradient_given: bool = option(False, flag)
+    steps_match: bool = option(False, flag)
+
+    @property
+    def facts(self) -> list[str]:
+        chosen = [fact for fact in CALL_FACTS if getattr(self, fact)]
+        return chosen or ([] if self.steps_match else ["count"])
+
+
+@dataclass(frozen=True)
+class GradHistoryOptions(CheckOptions):
+    """`grad_history`: tolerances, and variants (lists: the grad after each call)."""
+
+    rtol: float | None = option(None, tolerance)
+    atol: float | None = option(None, tolerance)
+    variants: tuple[tuple[str, str], ...] = option((), variants)
+
+
+@dataclass(frozen=True)
+class LossCurveOptions(CheckOptions):
+    """`loss_curve`: "pointwise" compares each loss with the reference's (rtol, atol);
+    "properties" judges the learner's own curve (falls, final_below, min/max_steps)."""
+
+    mode: str = option("pointwise", one_of(*LOSS_CURVE_MODES))
+    rtol: float | None = option(None, tolerance)
+    atol: float | None = option(None, tolerance)
+    falls: bool = option(False, flag)
+    final_below: float | None = option(None, number)
+    min_steps: int | None = option(None, count)
+    max_steps: int | None = option(None, count)
+
+    def validate(self, given: set[str]) -> None:
+        own = {"pointwise": {"rtol", "atol"}, "properties": {"falls", "final_below",
+               "min_steps", "max_steps"}}  # fmt: skip
+        for mode, keys in own.items():
+            for key in sorted(given & keys):
+                if mode != self.mode:
+                    raise OptionError(key, f'applies only in mode = "{mode}"')
+        low, high = self.min_steps, self.max_steps
+        if low is not None and high is not None and low > high:
+            raise OptionError("min_steps", "must not exceed max_steps")
+
+
+@dataclass(frozen=True)
+class FreshGradsOptions(CheckOptions):
+    """`fresh_grads`: the tracked names to watch (default: all)."""
+
+    names: tuple[str, ...] | None = option(None, listed_names)
+
+
+@dataclass(frozen=True)
+class StdoutOptions(CheckOptions):
+    """`stdout`: "exact" (the printed lines) or "losses" (each backward loss printed)."""
+
+    mode: str = option("exact", one_of(*STDOUT_MODES))
+
+
+def _calls_word(amount: int) -> str:
+    return f"{amount} successful backward call" + ("" if amount == 1 else "s")
 
 
 def check_backward_calls(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
-    facts = [f for f in ("count", "retain_graph", "gradient_given") if spec.option(f)]
-    steps_match = bool(spec.option("steps_match"))
-    if not facts and not steps_match:
-        facts = ["count"]
+    options = options_of(spec.options, BackwardCallsOptions)
+    facts = options.facts
+    steps_match = options.steps_match
 
     def one(trial: Trial) -> Outcome:
         mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
-        if not mine and no_backward(trial) and theirs:
-            return failed("backward() was never called", _count_slug(trial))
+        if not mine and diagnose.no_backward(trial) and theirs:
+            return failed("backward() was never called", diagnose.count_slug(trial))
         if facts and len(mine) != len(theirs):
-            return failed(f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial))
+            message = f"{_calls_word(len(mine))}, expected {len(theirs)}"
+            return failed(message, diagnose.count_slug(trial))
         for fact in ("retain_graph", "gradient_given"):
             if fact not in facts:
                 continue
@@ -57,36 +132,25 @@ def check_backward_calls(learner: Capture, reference: Capture, spec: CheckSpec) 
                         "wrong-value",
                     )
         if steps_match and learner.optimizer_steps != len(mine):
-            # No step at all: the parameters never move (the loss stays flat).
-            slug = "loss-flat" if learner.optimizer_steps == 0 else "wrong-value"
             return failed(
                 f"{_calls_word(len(mine))} but {learner.optimizer_steps} optimizer steps: "
                 "expected one backward() per optimizer.step()",
-                slug,
+                diagnose.steps_slug(learner.optimizer_steps),
             )
         if steps_match and not facts:
             return passed(f"one backward call per optimizer step ({len(mine)} steps)")
         return passed(f"{_calls_word(len(mine))}, as expected")
 
-    return each_trial(learner, reference, one, "backward calls as expected", spec)
-
-
-def _count_slug(trial: Trial) -> str:
-    mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
-    if len(mine) > len(theirs) and accumulated(trial):
-        return "forgot-zero-grad"
-    if not mine and no_backward(trial) and trial.learner_exception is None:
-        return "hard-coded" if expected_grads_present(trial) else "no-backward"
-    return "wrong-value"
+    return each_trial(learner, reference, one, "backward calls as expected", options)
 
 
 def check_grad_history(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
-    tolerance = Tolerance.of(spec)
-    variants = spec.option("variants") or {}
+    options = options_of(spec.options, GradHistoryOptions)
+    tol = Tolerance(options.rtol, options.atol)
 
     def one(trial: Trial) -> Outcome:
-        found = _history_difference(trial, target, tolerance)
+        found = _history_difference(trial, target, tol)
         if found is None:
             return passed(f"{target}.grad is correct after every backward call")
         message, slug = found
@@ -98,12 +162,12 @@ def check_grad_history(learner: Capture, reference: Capture, spec: CheckSpec) ->
                 show(c.grads_after.get(target)) for c in trial.ok_reference_calls[:SHOWN_LOSSES]
             ],
         }
-        for variant, key in variants.items():
-            if _matches_history(history, trial.want(key), tolerance):
+        for variant, key in options.variants:
+            if _matches_history(history, trial.want(key), tol):
                 return failed(message, variant, **data)
         return failed(message, slug, **data)
 
-    return each_trial(learner, reference, one, f"{target}.grad history is correct", spec)
+    return each_trial(learner, reference, one, f"{target}.grad history is correct", options)
 
 
 def _matches_history(history: list[Value | None], variant: Value | Missing, tol: Tolerance) -> bool:
@@ -118,12 +182,10 @@ def _matches_history(history: list[Value | None], variant: Value | Missing, tol:
 
 def _history_difference(trial: Trial, target: str, tolerance: Tolerance) -> tuple[str, str] | None:
     mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
-    stale = any(stale_names(c, [target]) for c in mine) and not any(
-        stale_names(c, [target]) for c in theirs
-    )
     for index, want_call in enumerate(theirs):
         if index >= len(mine):
-            return f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial)
+            message = f"{_calls_word(len(mine))}, expected {len(theirs)}"
+            return message, diagnose.count_slug(trial)
         got = mine[index].grads_after.get(target)
         want = want_call.grads_after.get(target)
         if want is not None and got is None:
@@ -131,12 +193,12 @@ def _history_difference(trial: Trial, target: str, tolerance: Tolerance) -> tupl
                 f"after backward call {index + 1}: {target}.grad is None, expected {show(want)}"
             )
             return message, "graph-broken"
-        diff = compare_values(got, want, tolerance, accumulated=stale or accumulated(trial))
+        diff = compare_values(got, want, tolerance)
         if diff is not None:
-            slug = "forgot-zero-grad" if stale and diff.slug == "wrong-value" else diff.slug
+            slug = diagnose.history_slug(diff, trial, target)
             return f"after backward call {index + 1}: {target}.grad {diff.message}", slug
     if len(mine) > len(theirs):
-        return f"{_calls_word(len(mine))}, expected {len(theirs)}", _count_slug(trial)
+        return f"{_calls_word(len(mine))}, expected {len(theirs)}", diagnose.count_slug(trial)
     return None
 
 
@@ -150,95 +212,69 @@ def _shown(values: Sequence[float]) -> str:
 
 
 def check_loss_curve(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
-    mode = spec.option("mode", "pointwise")
+    options = options_of(spec.options, LossCurveOptions)
 
     def one(trial: Trial) -> Outcome:
         mine = losses(trial.learner_calls)
         if any(not math.isfinite(v) for v in mine):
             return failed(f"the loss became NaN or infinite: {_shown(mine)}", "loss-diverges")
-        if mode == "properties":
-            return _properties(mine, spec, trial)
-        return _pointwise(mine, losses(trial.reference_calls), spec, trial)
+        if options.mode == "properties":
+            return _properties(mine, options, trial)
+        return _pointwise(mine, losses(trial.reference_calls), options, trial)
 
-    return each_trial(learner, reference, one, "the loss curve is as expected", spec)
-
-
-def _curve_slug(mine: Sequence[float], trial: Trial) -> str:
-    """Pointwise mode: the reference's step count is the learner's too, so more backward
-    calls than the reference's are evidence of an accumulation."""
-    shape = diagnose.curve_slug(mine)
-    if shape == "loss-diverges":
-        return shape
-    if accumulated(trial):
-        return "forgot-zero-grad"
-    return shape or "wrong-value"
+    return each_trial(learner, reference, one, "the loss curve is as expected", options)
 
 
-def _property_slug(mine: Sequence[float], trial: Trial, *, falls: bool) -> str:
-    """Properties mode: the step count is the learner's choice, so only stale grads
-    before the learner's backward calls (where the reference's were fresh) show an
-    accumulation; otherwise the curve's shape names the mistake."""
-    shape = diagnose.curve_slug(mine)
-    if shape == "loss-diverges":
-        return shape
-    if _stale(trial.ok_learner_calls) and not _stale(trial.ok_reference_calls):
-        return "forgot-zero-grad"
-    if falls:
-        return shape or "loss-flat"
-    return diagnose.unconverged_slug(mine)
-
-
-def _stale(calls: Sequence[BackwardCall]) -> bool:
-    return any(stale_names(call) for call in calls)
-
-
-def _pointwise(mine: list[float], theirs: list[float], spec: CheckSpec, trial: Trial) -> Outcome:
-    rtol = spec.option("rtol", NUMBER_TOLERANCE[0])
-    atol = spec.option("atol", NUMBER_TOLERANCE[1])
+def _pointwise(
+    mine: list[float], theirs: list[float], options: LossCurveOptions, trial: Trial
+) -> Outcome:
+    rtol = NUMBER_TOLERANCE[0] if options.rtol is None else options.rtol
+    atol = NUMBER_TOLERANCE[1] if options.atol is None else options.atol
     if len(mine) != len(theirs):
         return failed(
             f"{len(mine)} losses recorded, expected {len(theirs)}: got {_shown(mine)}, "
             f"expected {_shown(theirs)}",
-            _curve_slug(mine, trial) if mine else "wrong-value",
+            diagnose.pointwise_curve_slug(mine, trial) if mine else "wrong-value",
         )
     for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
-        if not diagnose.close(a, b, rtol, atol):
+        if not close(a, b, rtol, atol):
             return failed(
                 f"step {index + 1}: loss {fmt_number(a)}, expected {fmt_number(b)}; "
                 f"got {_shown(mine)}, expected {_shown(theirs)}",
-                _curve_slug(mine, trial),
+                diagnose.pointwise_curve_slug(mine, trial),
             )
     return passed(f"the loss curve matches the reference ({len(mine)} steps)")
 
 
-def _properties(mine: list[float], spec: CheckSpec, trial: Trial) -> Outcome:
+def _properties(mine: list[float], options: LossCurveOptions, trial: Trial) -> Outcome:
     if not mine:
-        slug = "no-backward" if no_backward(trial) else "loss-flat"
+        slug = "no-backward" if diagnose.no_backward(trial) else "loss-flat"
         return failed("no loss was recorded: no backward() on a scalar loss ran", slug)
-    min_steps, max_steps = spec.option("min_steps"), spec.option("max_steps")
+    min_steps, max_steps = options.min_steps, options.max_steps
     if min_steps is not None and len(mine) < min_steps:
         return failed(f"{len(mine)} training steps, expected at least {min_steps}")
     if max_steps is not None and len(mine) > max_steps:
         return failed(f"{len(mine)} training steps, expected at most {max_steps}")
-    if spec.option("falls") and diagnose.curve_slug(mine) is not None:
-        slug = _property_slug(mine, trial, falls=True)
+    if options.falls and diagnose.curve_slug(mine) is not None:
+        slug = diagnose.properties_curve_slug(mine, trial, falls=True)
         return failed(f"the loss does not fall: {_shown(mine)}", slug)
-    below = spec.option("final_below")
+    below = options.final_below
     if below is not None and not mine[-1] < below:
         return failed(
             f"the final loss {fmt_number(mine[-1])} is not below {fmt_number(below)}: "
             f"{_shown(mine)}",
-            _property_slug(mine, trial, falls=False),
+            diagnose.properties_curve_slug(mine, trial, falls=False),
         )
     return passed(f"the loss curve has the expected properties: {_shown(mine)}")
 
 
 def check_fresh_grads(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
-    names = spec.option("names")
+    options = options_of(spec.options, FreshGradsOptions)
+    names = options.names
 
     def one(trial: Trial) -> Outcome:
         for index, call in enumerate(trial.ok_learner_calls):
-            stale = stale_names(call, names)
+            stale = diagnose.stale_names(call, names)
             if stale:
                 return failed(
                     f"before backward call {index + 1}, {stale[0]}.grad still held "
@@ -247,10 +283,14 @@ def check_fresh_grads(learner: Capture, reference: Capture, spec: CheckSpec) -> 
                 )
         return passed("gradients were cleared before every backward call")
 
-    return each_trial(learner, reference, one, "gradients were cleared before every backward", spec)
+    return each_trial(
+        learner, reference, one, "gradients were cleared before every backward", options
+    )
 
 
 def check_raises(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    options = options_of(spec.options, CheckOptions)
+
     def one(trial: Trial) -> Outcome:
         mine, theirs = trial.learner_exception, trial.reference_exception
         if theirs is None and mine is None:
@@ -264,7 +304,7 @@ def check_raises(learner: Capture, reference: Capture, spec: CheckSpec) -> Outco
             return failed(f"raised {mine.type}, expected {theirs.type}")
         return passed(f"raised {theirs.type}, as expected")
 
-    return each_trial(learner, reference, one, "exceptions as expected", spec)
+    return each_trial(learner, reference, one, "exceptions as expected", options)
 
 
 def _numbers(text: str) -> list[tuple[float, str]]:
@@ -273,17 +313,17 @@ def _numbers(text: str) -> list[tuple[float, str]]:
 
 def _printed_matches(printed: tuple[float, str], loss: float) -> bool:
     value, text = printed
-    if diagnose.close(value, loss, PRINTED_RTOL, 1e-6):
+    if close(value, loss, PRINTED_RTOL, 1e-6):
         return True
     decimals = len(text.split(".")[1]) if "." in text and "e" not in text.lower() else 0
     return "." in text and abs(value - loss) <= 0.5 * 10.0**-decimals + 1e-12
 
 
 def check_stdout(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
-    mode = spec.option("mode", "exact")
+    options = options_of(spec.options, StdoutOptions)
 
     def one(trial: Trial) -> Outcome:
-        if mode == "losses":
+        if options.mode == "losses":
             return _printed_losses(trial)
         mine, theirs = _lines(trial.learner_stdout), _lines(trial.reference_stdout)
         if mine == theirs:
@@ -293,7 +333,7 @@ def check_stdout(learner: Capture, reference: Capture, spec: CheckSpec) -> Outco
                 return failed(f"printed line {index + 1} is {a!r}, expected {b!r}")
         return failed(f"printed {len(mine)} lines, expected {len(theirs)}")
 
-    return each_trial(learner, reference, one, "the printed output is as expected", spec)
+    return each_trial(learner, reference, one, "the printed output is as expected", options)
 
 
 def _lines(text: str) -> list[str]:
@@ -316,6 +356,7 @@ def _printed_losses(trial: Trial) -> Outcome:
 
 
 def check_no_error(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    options = options_of(spec.options, CheckOptions)
     if learner.exception is not None and reference.exception is None:
         error = learner.exception
         where = f" (line {error.line})" if error.line else ""
@@ -329,4 +370,4 @@ def check_no_error(learner: Capture, reference: Capture, spec: CheckSpec) -> Out
             return failed(f"raised {mine.type}{where}: {mine.message}", "crashed")
         return passed("ran without an error")
 
-    return each_trial(learner, reference, one, "your code ran without an error", spec)
+    return each_trial(learner, reference, one, "your code ran without an error", options)

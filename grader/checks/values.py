@@ -1,6 +1,10 @@
-"""Checks on named values: value, grad, graph, message, gradcheck."""
+"""Checks on named values: value, grad, graph, message, gradcheck, device; each with
+its typed options."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from grader import diagnose
 from grader.capture import (
@@ -12,37 +16,69 @@ from grader.capture import (
     TensorValue,
     Value,
 )
-from grader.checks.base import (
-    Outcome,
-    Trial,
-    accumulated,
-    each_trial,
-    failed,
-    missing_grad_slug,
-    passed,
-)
-from grader.checks.compare import Difference, Tolerance, compare_tensors, compare_values, normalise
+from grader.checks.base import Outcome, each_trial, failed, passed
+from grader.checks.compare import Tolerance, compare_tensors, compare_values, normalise
 from grader.checks.formatting import Missing, kind_name, show
-from grader.spec import CheckSpec
+from grader.checks.options import (
+    CheckOptions,
+    one_of,
+    one_or_more_of,
+    option,
+    options_of,
+    tolerance,
+    variants,
+)
+from grader.checks.trials import Trial
+
+if TYPE_CHECKING:
+    from grader.spec import CheckSpec
+
+GRAPH_FACTS = ("requires_grad", "is_leaf", "grad_fn")
+
+
+@dataclass(frozen=True)
+class ValueOptions(CheckOptions):
+    """`value` and `grad`: tolerances (None: the dtype's default), `device = "any"` to
+    accept any device, and `variants` ({diagnosis = "_observation"}) that name the
+    mistake whose value the learner's equals."""
+
+    rtol: float | None = option(None, tolerance)
+    atol: float | None = option(None, tolerance)
+    device: str | None = option(None, one_of("any"))
+    variants: tuple[tuple[str, str], ...] = option((), variants)
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return Tolerance(self.rtol, self.atol, device_any=self.device == "any")
+
+
+@dataclass(frozen=True)
+class GraphOptions(CheckOptions):
+    """`graph`: which facts of the tensor to compare."""
+
+    facts: tuple[str, ...] = option(GRAPH_FACTS, one_or_more_of(*GRAPH_FACTS))
 
 
 def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
-    tolerance = Tolerance.of(spec)
+    options = options_of(spec.options, ValueOptions)
+    tolerance = options.tolerance
 
     def one(trial: Trial) -> Outcome:
         got, want = trial.got(target), trial.want(target)
         if isinstance(got, Missing):
             return failed(f"{target} is not defined", "missing-name")
-        diff = compare_values(got, want, tolerance, accumulated=accumulated(trial))
+        diff = compare_values(got, want, tolerance)
         if diff is None:
             return passed(f"{target} is correct")
-        for slug, key in (spec.option("variants") or {}).items():
+        pair = _pair(target, got, want)
+        for slug, key in options.variants:
             if compare_values(got, trial.want(key), tolerance) is None:
-                return failed(f"{target}: {diff.message}", slug, **_pair(target, got, want))
-        return failed(f"{target}: {diff.message}", diff.slug, **_pair(target, got, want))
+                return failed(f"{target}: {diff.message}", slug, **pair)
+        slug = diagnose.difference_slug(diff, accumulated=diagnose.accumulated(trial))
+        return failed(f"{target}: {diff.message}", slug, **pair)
 
-    return each_trial(learner, reference, one, f"{target} is correct", spec)
+    return each_trial(learner, reference, one, f"{target} is correct", options)
 
 
 def _pair(label: str, got: Value | Missing, want: Value | Missing) -> dict[str, str]:
@@ -50,43 +86,53 @@ def _pair(label: str, got: Value | Missing, want: Value | Missing) -> dict[str, 
     return {"label": label, "got": show(got), "want": show(want)}
 
 
+@dataclass(frozen=True)
+class GradFinding:
+    """Why a tensor's .grad differs from the reference's: the learner-facing message and
+    the diagnosis (a missing grad is named by the run, a differing one by its values)."""
+
+    message: str
+    slug: str
+
+
 def _grad_difference(
     got: TensorValue, want: TensorValue, label: str, tolerance: Tolerance, trial: Trial
-) -> Difference | None:
+) -> GradFinding | None:
     mine, theirs = got.grad, want.grad
     if theirs is None:
         if mine is None:
             return None
-        return Difference("wrong-value", f"{label}.grad is {show(mine)}, expected None")
+        return GradFinding(f"{label}.grad is {show(mine)}, expected None", "wrong-value")
     if mine is None:
-        slug = missing_grad_slug(got, trial)
-        return Difference(slug, f"{label}.grad is None, expected {show(theirs)}")
-    diff = compare_tensors(mine, theirs, tolerance, accumulated=accumulated(trial))
+        slug = diagnose.missing_grad_slug(got, trial)
+        return GradFinding(f"{label}.grad is None, expected {show(theirs)}", slug)
+    diff = compare_tensors(mine, theirs, tolerance)
     if diff is None:
         return None
-    return Difference(diff.slug, f"{label}.grad: {diff.message}")
+    slug = diagnose.difference_slug(diff, accumulated=diagnose.accumulated(trial))
+    return GradFinding(f"{label}.grad: {diff.message}", slug)
 
 
 def _grads_difference(
     got: Value | Missing, want: Value | Missing, target: str, tolerance: Tolerance, trial: Trial
-) -> Difference | None:
+) -> GradFinding | None:
     if isinstance(want, Missing):
         return None
     if isinstance(got, Missing):
-        return Difference("missing-name", f"{target} is not defined")
+        return GradFinding(f"{target} is not defined", "missing-name")
     if isinstance(want, TensorValue):
         if not isinstance(got, TensorValue):
-            return Difference("wrong-type", f"{target} holds {kind_name(got)}, expected a tensor")
+            return GradFinding(f"{target} holds {kind_name(got)}, expected a tensor", "wrong-type")
         return _grad_difference(got, want, target, tolerance, trial)
     if isinstance(want, ModuleValue):
         if not isinstance(got, ModuleValue) or set(got.params) != set(want.params):
-            return Difference("wrong-type", f"{target} is not the expected module")
+            return GradFinding(f"{target} is not the expected module", "wrong-type")
         for name, theirs in want.params.items():
             diff = _grad_difference(got.params[name], theirs, f"{target}.{name}", tolerance, trial)
             if diff is not None:
                 return diff
         return None
-    return Difference("wrong-type", f"{target} holds {kind_name(got)}")
+    return GradFinding(f"{target} holds {kind_name(got)}", "wrong-type")
 
 
 def _has_grads(value: Value | Missing) -> bool:
@@ -107,32 +153,31 @@ def _grads_shown(value: Value | Missing) -> str:
 
 def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
-    tolerance = Tolerance.of(spec)
+    options = options_of(spec.options, ValueOptions)
+    tolerance = options.tolerance
 
     def one(trial: Trial) -> Outcome:
         got, want = trial.got(target), trial.want(target)
         diff = _grads_difference(got, want, target, tolerance, trial)
         if diff is None:
-            if _has_grads(want) and trial.ok_reference_calls and not trial.ok_learner_calls:
+            if diagnose.grad_written_by_hand(trial, _has_grads(want)):
                 return failed(
                     f"{target}.grad has the expected value but no backward() ran", "hard-coded"
                 )
             return passed(f"{target}.grad is correct")
         data = {"label": f"{target}.grad", "got": _grads_shown(got), "want": _grads_shown(want)}
-        for slug, key in (spec.option("variants") or {}).items():
+        for slug, key in options.variants:
             if _grads_difference(got, trial.want(key), target, tolerance, trial) is None:
                 return failed(diff.message, slug, **data)
         return failed(diff.message, diff.slug, **data)
 
-    return each_trial(learner, reference, one, f"{target}.grad is correct", spec)
-
-
-FACT_NAMES = {"requires_grad": "requires_grad", "is_leaf": "is_leaf", "grad_fn": "grad_fn"}
+    return each_trial(learner, reference, one, f"{target}.grad is correct", options)
 
 
 def check_graph(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
-    facts = spec.option("facts") or ["requires_grad", "is_leaf", "grad_fn"]
+    options = options_of(spec.options, GraphOptions)
+    facts = options.facts
 
     def one(trial: Trial) -> Outcome:
         got, want = trial.got(target), trial.want(target)
@@ -146,12 +191,9 @@ def check_graph(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         details = "; ".join(
             f"{target}.{f} is {getattr(got, f)}, expected {getattr(want, f)}" for f in wrong
         )
-        broken = (want.requires_grad and not got.requires_grad) or (
-            want.grad_fn is not None and got.grad_fn is None
-        )
-        return failed(details, "graph-broken" if broken else "wrong-value")
+        return failed(details, diagnose.graph_facts_slug(got, want))
 
-    return each_trial(learner, reference, one, f"{target}'s graph facts are correct", spec)
+    return each_trial(learner, reference, one, f"{target}'s graph facts are correct", options)
 
 
 def _text_of(value: Value | Missing) -> str | None:
@@ -176,6 +218,7 @@ def _hit(text: str, trial: Trial, *, reference: bool) -> bool:
 
 def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
+    options = options_of(spec.options, CheckOptions)
 
     def one(trial: Trial) -> Outcome:
         got, want = trial.got(target), trial.want(target)
@@ -194,15 +237,12 @@ def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outc
                     "hard-coded",
                 )
             return passed(f"{target} holds the expected message")
-        slug = diagnose.error_slug(mine)
-        if slug == diagnose.error_slug(theirs or ""):
-            slug = None
         return failed(
             f"{target} is {mine!r}, expected a message containing {theirs!r}",
-            slug or "wrong-value",
+            diagnose.message_slug(mine, theirs or ""),
         )
 
-    return each_trial(learner, reference, one, f"{target} holds the expected message", spec)
+    return each_trial(learner, reference, one, f"{target} holds the expected message", options)
 
 
 def _gradcheck_ok(value: Value | Missing) -> tuple[bool, str]:
@@ -218,6 +258,7 @@ def _gradcheck_ok(value: Value | Missing) -> tuple[bool, str]:
 
 def check_gradcheck(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
+    options = options_of(spec.options, CheckOptions)
 
     def one(trial: Trial) -> Outcome:
         got = trial.got(target)
@@ -229,13 +270,14 @@ def check_gradcheck(learner: Capture, reference: Capture, spec: CheckSpec) -> Ou
         detail = f": {note}" if note else ""
         return failed(f"torch.autograd.gradcheck fails: backward does not match{detail}")
 
-    return each_trial(learner, reference, one, "torch.autograd.gradcheck passes", spec)
+    return each_trial(learner, reference, one, "torch.autograd.gradcheck passes", options)
 
 
 def check_device(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     """The tensor, or every parameter of the module, lives on the worker's device (the
     capture's top-level device: "cuda" when the sandbox sees a GPU, else "cpu")."""
     target = spec.target or ""
+    options = options_of(spec.options, CheckOptions)
     wanted = learner.device
 
     def one(trial: Trial) -> Outcome:
@@ -262,5 +304,5 @@ def check_device(learner: Capture, reference: Capture, spec: CheckSpec) -> Outco
         return passed(f"{target} is on the worker's device ({wanted})")
 
     return each_trial(
-        learner, reference, one, f"{target} is on the worker's device ({wanted})", spec
+        learner, reference, one, f"{target} is on the worker's device ({wanted})", options
     )

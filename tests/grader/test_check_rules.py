@@ -11,18 +11,25 @@ from typing import Any
 from grading_helpers import call, function_capture, script_capture, tensor
 
 from grader.capture import validate_capture
-from grader.checks import REGISTRY
 from grader.checks.base import Outcome
+from grader.checks.options import OptionContext
+from grader.checks.registry import REGISTRY, parse_options
+from grader.diagnose import DIAGNOSES
 from grader.spec import CheckSpec
 
 NONSCALAR = "grad can be implicitly created only for scalar outputs"
+
+# The diagnoses these tests may name: the built-in ones and a manifest's own.
+KNOWN = frozenset(DIAGNOSES) | {"missing-value-error", "cleared", "extra", "ones-instead-of-v"}
 
 
 def run(
     kind: str, learner: Any, reference: Any, target: str | None = None, **options: Any
 ) -> Outcome:
-    spec = CheckSpec(name="c", type=kind, points=1, target=target, options=options)
-    return REGISTRY[kind](learner, reference, spec)
+    context = OptionContext(("x", "y", "w", "b", "model"), KNOWN)
+    parsed = parse_options(kind, options, context)
+    spec = CheckSpec(name="c", type=kind, points=1, target=target, options=parsed)
+    return REGISTRY[kind].run(learner, reference, spec)
 
 
 def reference_x(grad: list[float]) -> Any:

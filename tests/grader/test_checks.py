@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
-from grading_helpers import call, function_capture, script_capture, tensor
+from grading_helpers import REPO, call, function_capture, script_capture, tensor
 
-from grader.checks import REGISTRY
 from grader.checks.base import Outcome
-from grader.spec import CHECK_TYPES, CheckSpec
+from grader.checks.options import OptionContext
+from grader.checks.registry import REGISTRY, parse_options
+from grader.diagnose import DIAGNOSES
+from grader.spec import CheckSpec
+
+# The diagnoses these tests may name: the built-in ones and a manifest's own.
+KNOWN = frozenset(DIAGNOSES) | {"missing-value-error", "cleared", "extra", "ones-instead-of-v"}
 
 
 def run(
     kind: str, learner: Any, reference: Any, target: str | None = None, **options: Any
 ) -> Outcome:
-    spec = CheckSpec(name="c", type=kind, points=1, target=target, options=options)
-    return REGISTRY[kind](learner, reference, spec)
+    context = OptionContext(("x", "y", "w", "b", "model"), KNOWN)
+    parsed = parse_options(kind, options, context)
+    spec = CheckSpec(name="c", type=kind, points=1, target=target, options=parsed)
+    return REGISTRY[kind].run(learner, reference, spec)
 
 
 def grads(values: list[float], **kw: Any) -> Any:
@@ -24,7 +32,10 @@ def grads(values: list[float], **kw: Any) -> Any:
 
 
 def test_registry_covers_every_check_type_of_the_format() -> None:
-    assert set(REGISTRY) == set(CHECK_TYPES)
+    text = (REPO / "grader" / "FORMAT.md").read_text(encoding="utf-8")
+    section = text.split("## 4. Checks")[1].split("## 5.")[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, re.MULTILINE))
+    assert documented == set(REGISTRY)
 
 
 def test_grad_passes_within_float32_tolerance() -> None:

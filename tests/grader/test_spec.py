@@ -146,10 +146,12 @@ def test_limits_are_validated() -> None:
 def test_new_check_options_are_accepted_where_they_belong() -> None:
     manifest = load_package(REPO / "exercises" / "training-loop").manifest
     steps = next(c for c in manifest.checks if c.type == "backward_calls")
-    assert (steps.option("steps_match"), steps.option("diagnosis")) == (True, "extra-backward")
+    assert (steps.options.steps_match, steps.options.diagnosis) == (True, "extra-backward")
     history = next(
         c
         for c in load_package(REPO / "exercises" / "gradient-accumulation").manifest.checks
         if c.type == "grad_history"
     )
-    assert history.option("variants") == {"cleared-between-passes": "_history_if_cleared_between"}
+    assert dict(history.options.variants) == {
+        "cleared-between-passes": "_history_if_cleared_between"
+    }

@@ -1,0 +1,94 @@
+"""The check types (FORMAT.md section 4): for each, the function that runs it, the
+dataclass of its options and whether it takes a target.
+
+grader.spec calls `parse_options` while reading a manifest; grader.report calls
+`run_check`, which turns any exception a check raises on a capture into a failed
+outcome that carries the error (the report flags it for review): grading never
+crashes on learner data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from grader.capture import Capture
+from grader.checks.base import Outcome
+from grader.checks.options import CheckOptions, OptionContext, OptionError
+from grader.checks.runs import (
+    BackwardCallsOptions,
+    FreshGradsOptions,
+    GradHistoryOptions,
+    LossCurveOptions,
+    StdoutOptions,
+    check_backward_calls,
+    check_fresh_grads,
+    check_grad_history,
+    check_loss_curve,
+    check_no_error,
+    check_raises,
+    check_stdout,
+)
+from grader.checks.values import (
+    GraphOptions,
+    ValueOptions,
+    check_device,
+    check_grad,
+    check_gradcheck,
+    check_graph,
+    check_message,
+    check_value,
+)
+
+if TYPE_CHECKING:
+    from grader.spec import CheckSpec
+
+Check = Callable[[Capture, Capture, "CheckSpec"], Outcome]
+GRADING_ERROR = "this check could not compare your result; it is held for an instructor"
+
+
+@dataclass(frozen=True)
+class CheckType:
+    run: Check
+    options: type[CheckOptions]
+    needs_target: bool
+
+
+REGISTRY: Mapping[str, CheckType] = MappingProxyType(
+    {
+        "value": CheckType(check_value, ValueOptions, needs_target=True),
+        "grad": CheckType(check_grad, ValueOptions, needs_target=True),
+        "graph": CheckType(check_graph, GraphOptions, needs_target=True),
+        "backward_calls": CheckType(check_backward_calls, BackwardCallsOptions, False),
+        "grad_history": CheckType(check_grad_history, GradHistoryOptions, needs_target=True),
+        "loss_curve": CheckType(check_loss_curve, LossCurveOptions, needs_target=False),
+        "fresh_grads": CheckType(check_fresh_grads, FreshGradsOptions, needs_target=False),
+        "message": CheckType(check_message, CheckOptions, needs_target=True),
+        "raises": CheckType(check_raises, CheckOptions, needs_target=False),
+        "stdout": CheckType(check_stdout, StdoutOptions, needs_target=False),
+        "gradcheck": CheckType(check_gradcheck, CheckOptions, needs_target=True),
+        "no_error": CheckType(check_no_error, CheckOptions, needs_target=False),
+        "device": CheckType(check_device, CheckOptions, needs_target=True),
+    }
+)
+
+
+def parse_options(check_type: str, raw: Mapping[str, Any], context: OptionContext) -> CheckOptions:
+    """The typed options of one `[[checks]]` table (without name, type, target, points).
+    Raises OptionError naming the field; KeyError for an unknown check type."""
+    return REGISTRY[check_type].options.parse(raw, context)
+
+
+def run_check(spec: CheckSpec, learner: Capture, reference: Capture) -> Outcome:
+    """Runs one check. Any exception it raises on these captures is a failed outcome with
+    `grading_error` set (never an infrastructure retry, never a crash of the report)."""
+    try:
+        return REGISTRY[spec.type].run(learner, reference, spec)
+    except Exception as error:  # the learner's data must not crash grading
+        detail = f"check {spec.name!r} ({spec.type}) raised {type(error).__name__}: {error}"
+        return Outcome(False, GRADING_ERROR, "", {}, grading_error=detail[:2_000])
+
+
+__all__ = ["REGISTRY", "Check", "CheckType", "OptionError", "parse_options", "run_check"]
