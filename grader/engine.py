@@ -99,7 +99,8 @@ def learner_envelope(package: Package, code: str, reference: Capture) -> dict[st
         "names": list(manifest.names),
         "limits": _envelope_limits(manifest.limits),
     }
-    if manifest.kind == "function":  # plain data only: no exercise code, no seed
+    if manifest.kind == "function":
+        files["cases.py"] = package.cases or ""
         envelope.update(entry=manifest.entry, cases=[dict(c.input or {}) for c in reference.cases])
     envelope["files"] = files
     return envelope
@@ -289,3 +290,18 @@ def grade_with_capture(
         message = f"{OUTPUT_LIMIT} (more than {limits.stdout_bytes} bytes printed)"
         return failed_report(package, message, runtime, duration, learner), learner
     return build_report(package, learner, reference, runtime, duration), learner
+
+
+# -- compatibility -------------------------------------------------------------------
+
+_VALIDATION_NAMES = frozenset({"Validation", "ValidationItem", "validate_package"})
+
+
+def __getattr__(name: str) -> Any:
+    """`from grader.engine import validate_package, Validation` keeps working: package
+    validation lives in grader.validation (imported lazily: it imports this module)."""
+    if name in _VALIDATION_NAMES:
+        from grader import validation
+
+        return getattr(validation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
