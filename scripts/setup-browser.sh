@@ -4,25 +4,23 @@
 #   scripts/setup-browser.sh               assets + Chromium (apt, when root and missing)
 #   scripts/setup-browser.sh --assets-only assets only (what `make run` needs)
 #
-# Assets come from npm (package.json / package-lock.json, exact versions) and are copied
-# into platform/web/static/web/vendor/ (git-ignored), which the platform serves itself:
-# no CDN at run time. Idempotent: a stamp of the lock file and the copy list makes a
-# second run a no-op. Never runs `playwright install`: the tests drive /usr/bin/chromium.
+# Assets come from npm (package.json / package-lock.json, exact versions, `npm ci
+# --ignore-scripts`: no package's install script runs). The editor (frontend/editor.js,
+# CodeMirror 6) is bundled by esbuild (`npm run build:editor`); Chart.js and KaTeX are
+# copied as published. All of it lands in platform/web/static/web/vendor/ (git-ignored,
+# rebuilt whole), which the platform serves itself: no CDN at run time. Idempotent: a
+# stamp of the lock file, the editor's source and the copy list makes a second run a
+# no-op. Never runs `playwright install`: the tests drive /usr/bin/chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENDOR=platform/web/static/web/vendor
 STAMP="$VENDOR/.stamp"
+EDITOR_SOURCE=frontend/editor.js
+EDITOR_BUNDLE=codemirror/editor.js  # under $VENDOR/, written by `npm run build:editor`
 
 # source (under node_modules/) -> destination (under $VENDOR/); a folder is copied whole
 ASSETS=(
-  "codemirror/lib/codemirror.js codemirror/codemirror.js"
-  "codemirror/lib/codemirror.css codemirror/codemirror.css"
-  "codemirror/mode/python/python.js codemirror/mode/python.js"
-  "codemirror/addon/edit/matchbrackets.js codemirror/addon/matchbrackets.js"
-  "codemirror/addon/edit/closebrackets.js codemirror/addon/closebrackets.js"
-  "codemirror/addon/selection/active-line.js codemirror/addon/active-line.js"
-  "codemirror/LICENSE codemirror/LICENSE"
   "chart.js/dist/chart.umd.min.js chart.js/chart.umd.min.js"
   "chart.js/dist/chart.umd.min.js.map chart.js/chart.umd.min.js.map"
   "chart.js/LICENSE.md chart.js/LICENSE.md"
@@ -32,6 +30,9 @@ ASSETS=(
   "katex/dist/fonts katex/fonts"
   "katex/LICENSE katex/LICENSE"
 )
+# the packages bundled into the editor (patterns under node_modules/): their licences ship
+# beside it
+EDITOR_PACKAGES="@codemirror/* @lezer/* crelt style-mod w3c-keyname @marijn/find-cluster-break"
 
 as_root() { [ "$(id -u)" = 0 ]; }
 
@@ -46,11 +47,13 @@ apt_install() {
 }
 
 wanted_stamp() {
-  { cat package.json package-lock.json; printf '%s\n' "${ASSETS[@]}"; } | sha256sum | cut -d' ' -f1
+  { cat package.json package-lock.json "$EDITOR_SOURCE"; printf '%s\n' "${ASSETS[@]}"; } \
+    | sha256sum | cut -d' ' -f1
 }
 
 all_copied() {
   local entry src dst
+  [ -s "$VENDOR/$EDITOR_BUNDLE" ] || return 1
   for entry in "${ASSETS[@]}"; do
     read -r src dst <<<"$entry"
     [ -e "$VENDOR/$dst" ] || return 1
@@ -62,16 +65,33 @@ assets() {
   want=$(wanted_stamp)
   if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && all_copied; then return; fi
   command -v npm >/dev/null || apt_install npm
-  npm ci --no-audit --no-fund --loglevel=error >/dev/null
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+  rm -rf "${VENDOR:?}"
+  mkdir -p "$VENDOR"
+  build_editor
   local entry src dst
   for entry in "${ASSETS[@]}"; do
     read -r src dst <<<"$entry"
     mkdir -p "$(dirname "$VENDOR/$dst")"
-    rm -rf "${VENDOR:?}/$dst"
     cp -R "node_modules/$src" "$VENDOR/$dst"
   done
   echo "$want" >"$STAMP"
-  echo "front-end assets copied into $VENDOR"
+  echo "front-end assets built and copied into $VENDOR"
+}
+
+build_editor() {
+  npm run --silent build:editor
+  local licences
+  licences="$PWD/$VENDOR/$(dirname "$EDITOR_BUNDLE")/LICENSES.txt"
+  (
+    cd node_modules
+    # shellcheck disable=SC2086  # the patterns are meant to expand here
+    for package in $EDITOR_PACKAGES; do
+      printf '== %s ==\n\n' "$package"
+      cat "$package/LICENSE"
+      printf '\n'
+    done
+  ) >"$licences"
 }
 
 chromium() {

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from gradlab_fixtures import wait_for
+from page_fit import overflows_on_every_screen
 
 from grader.diagnose import DIAGNOSES
 
@@ -40,12 +41,16 @@ def exercise_file(slug: str, relative: str) -> str:
     return (ROOT / "exercises" / slug / relative).read_text()
 
 
+EDITOR = "#code-editor .cm-content"  # CodeMirror 6, in the shadow root of #code-editor
+
+
 def editor_value(page: Any) -> str:
-    return page.evaluate("document.querySelector('.CodeMirror').CodeMirror.getValue()")
+    """The editor's text, as the form will send it (the editor keeps the textarea in step)."""
+    return page.input_value("textarea#id_code")
 
 
 def replace_code(page: Any, code: str) -> None:
-    page.locator(".CodeMirror").click()
+    page.locator(EDITOR).click()
     page.keyboard.press("Control+A")
     page.keyboard.press("Delete")
     page.keyboard.insert_text(code)
@@ -58,7 +63,7 @@ def submit_and_wait(page: Any, *, with_keyboard: bool = False) -> list[str]:
     url_before = page.url
     started = time.monotonic()
     if with_keyboard:
-        page.locator(".CodeMirror textarea").focus()
+        page.locator(EDITOR).focus()
         page.keyboard.press("Control+Enter")
     else:
         page.get_by_role("button", name="Submit for grading").click()
@@ -77,7 +82,7 @@ def submit_and_wait(page: Any, *, with_keyboard: bool = False) -> list[str]:
 def open_exercise(page: Any, base_url: str, slug: str) -> None:
     page.goto(f"{base_url}/modules/{MODULE}/")
     page.locator(f"tr[data-exercise='{slug}'] a").click()
-    page.wait_for_selector(".CodeMirror")
+    page.wait_for_selector(EDITOR)
 
 
 def test_learner_gets_a_diagnosis_then_full_marks_and_the_instructor_sees_it(
@@ -130,7 +135,7 @@ def test_learner_gets_a_diagnosis_then_full_marks_and_the_instructor_sees_it(
 
     # The last submission comes back in the editor.
     page.reload()
-    page.wait_for_selector(".CodeMirror")
+    page.wait_for_selector(EDITOR)
     assert editor_value(page) == exercise_file("chain-rule", "solution.py")
     page.goto(f"{live_server.url}/modules/{MODULE}/")
     assert "passed" in page.locator("tr[data-exercise='chain-rule']").inner_text()
@@ -204,13 +209,13 @@ def test_editor_indents_with_tab_and_escape_moves_focus_to_the_submit_button(
 ) -> None:
     page = signed_in(alice_learner, TABLET)
     page.goto(f"{live_server.url}/modules/{MODULE}/chain-rule/")
-    page.wait_for_selector(".CodeMirror")
+    page.wait_for_selector(EDITOR)
     replace_code(page, "for i in range(3):\n")
     page.keyboard.press("Tab")
     page.keyboard.insert_text("print(i)")
     assert editor_value(page) == "for i in range(3):\n    print(i)"
-    assert page.locator(".CodeMirror .cm-keyword").count() >= 1  # syntax highlighting
-    assert page.locator(".CodeMirror-code .CodeMirror-linenumber").first.inner_text() == "1"
+    assert page.locator(f"{EDITOR} .tok-keyword").count() >= 1  # syntax highlighting
+    assert page.locator("#code-editor .cm-activeLineGutter").inner_text() == "2"
     page.keyboard.press("Escape")
     assert page.evaluate("document.activeElement.id") == "submit-button"
     screenshot(page, "08-tablet-exercise")
@@ -249,6 +254,8 @@ def test_instructor_validates_the_package_and_regrades_after_it_changed(
     assert changed.locator("[data-col=old]").inner_text() == f"{old_score:g}"
     assert changed.locator("[data-col=new]").inner_text() == f"{old_score + 1:g}"
     screenshot(teacher, "09-instructor-validate-and-regrade")
+    jobs = {"teach-exercise-jobs": teacher.url}  # the validation and regrade tables
+    assert overflows_on_every_screen(signed_in, bob_instructor, jobs, screenshot) == {}
     assert page_problems.errors == []
 
 

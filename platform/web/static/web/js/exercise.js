@@ -1,4 +1,4 @@
-/* The exercise page: a CodeMirror editor over the plain <textarea> (which still works
+/* The exercise page: a CodeMirror 6 editor over the plain <textarea> (which still works
  * without JavaScript), submission with fetch + CSRF, and live status by polling a small
  * JSON endpoint until the submission is graded. */
 (function () {
@@ -7,7 +7,6 @@
   var POLL_FIRST_MS = 400;
   var POLL_MAX_MS = 2000;
   var POLL_GIVE_UP_MS = 10 * 60 * 1000;
-  var INDENT = "    ";
   var STATUS_TEXT = {
     queued: "Queued: waiting for a grader…",
     running: "Running your code in the sandbox…",
@@ -34,42 +33,24 @@
     box.appendChild(span);
   }
 
+  // The CodeMirror 6 editor (vendor/codemirror/editor.js, built from frontend/editor.js)
+  // over the textarea; without it the textarea stays, with Ctrl/Cmd+Enter to submit.
   function makeEditor(textarea, form, submitButton) {
-    if (typeof window.CodeMirror === "undefined") {
+    var submit = function () { form.requestSubmit(); };
+    if (typeof window.gradlabEditor === "undefined") {
       textarea.addEventListener("keydown", function (event) {
         if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
           event.preventDefault();
-          form.requestSubmit();
+          submit();
         }
       });
       return null;
     }
-    var submit = function () { form.requestSubmit(); };
-    var editor = window.CodeMirror.fromTextArea(textarea, {
-      mode: { name: "python", version: 3 },
-      lineNumbers: true,
-      indentUnit: 4,
-      tabSize: 4,
-      indentWithTabs: false,
-      matchBrackets: true,
-      autoCloseBrackets: true,
-      styleActiveLine: true,
-      viewportMargin: Infinity,
-      screenReaderLabel: "Python code",
-      extraKeys: {
-        "Tab": function (cm) {
-          if (cm.somethingSelected()) { cm.indentSelection("add"); }
-          else { cm.replaceSelection(INDENT, "end", "+input"); }
-        },
-        "Shift-Tab": function (cm) { cm.indentSelection("subtract"); },
-        "Ctrl-Enter": submit,
-        "Cmd-Enter": submit,
-        // Tab indents inside the editor, so Escape is the keyboard way out of it.
-        "Esc": function () { submitButton.focus(); }
-      }
+    return window.gradlabEditor.attach(textarea, {
+      onSubmit: submit,
+      // Tab indents inside the editor, so Escape is the keyboard way out of it.
+      onEscape: function () { submitButton.focus(); }
     });
-    editor.getWrapperElement().id = "code-editor";
-    return editor;
   }
 
   // Only the newest submission's poller may update the page.
