@@ -27,3 +27,39 @@ class CourseTokenOutput(serializers.Serializer):
 
 class CourseTokenCreatedOutput(CourseTokenOutput):
     token = serializers.CharField(help_text="shown only in this response: store it now")
+
+
+class WebhookCreateInput(serializers.Serializer):
+    url = serializers.CharField(max_length=2000)
+    events = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class WebhookUpdateInput(serializers.Serializer):
+    active = serializers.BooleanField()
+
+
+class WebhookOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    events = serializers.ListField(child=serializers.CharField())
+    active = serializers.BooleanField()
+    disabled_reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class WebhookSecretOutput(WebhookOutput):
+    secret = serializers.CharField(help_text="whsec_...: verify webhook-signature with it")
+
+
+class WebhookDeliveryOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    message_id = serializers.CharField(help_text="the webhook-id header")
+    event_type = serializers.CharField()
+    status = serializers.CharField(help_text="pending, sending, delivered or failed")
+    attempts = serializers.IntegerField()
+    last_status_code = serializers.IntegerField(allow_null=True)
+    last_error = serializers.CharField()
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    delivered_at = serializers.DateTimeField(allow_null=True)
+    payload = serializers.JSONField()

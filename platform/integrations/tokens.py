@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -55,7 +55,7 @@ class IssuedToken:
     secret: str  # the only time the whole token exists outside the caller's hands
 
 
-def teaches(user: AbstractBaseUser, module_id: int) -> bool:
+def teaches(user: AbstractBaseUser | AnonymousUser, module_id: int) -> bool:
     return modules_taught_by(user=user).filter(pk=module_id).exists()
 
 
@@ -74,7 +74,7 @@ def scopes_validate(scopes: object) -> list[str]:
 
 def course_token_create(
     *,
-    creator: AbstractBaseUser,
+    creator: User,
     module: Module,
     name: str,
     scopes: object,
@@ -123,13 +123,13 @@ def course_grant(token: CourseToken) -> CourseGrant:
     return CourseGrant(token_id=token.pk, module_id=token.module_id, scopes=frozenset(token.scopes))
 
 
-def course_tokens_of(*, user: AbstractBaseUser, module: Module) -> QuerySet[CourseToken]:
+def course_tokens_of(*, user: User, module: Module) -> QuerySet[CourseToken]:
     if not teaches(user, module.pk):
         raise NotFound(f"You do not teach {module.slug!r}.")
     return CourseToken.objects.filter(module=module)
 
 
-def course_token_revoke(*, user: AbstractBaseUser, module: Module, token_id: int) -> CourseToken:
+def course_token_revoke(*, user: User, module: Module, token_id: int) -> CourseToken:
     """Any instructor of the course may revoke any of its tokens; revoking twice is fine."""
     token = course_tokens_of(user=user, module=module).filter(pk=token_id).first()
     if token is None:

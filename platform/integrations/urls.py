@@ -16,4 +16,20 @@ urlpatterns: list[URLPattern | URLResolver] = [
         views.CourseSubmissionListApi.as_view(),
         name="course-submission-list",
     ),
+    path("courses/<slug:module>/webhooks/", views.WebhookListApi.as_view(), name="webhook-list"),
+    path(
+        "courses/<slug:module>/webhooks/<int:pk>/",
+        views.WebhookDetailApi.as_view(),
+        name="webhook-detail",
+    ),
+    path(
+        "courses/<slug:module>/webhooks/<int:pk>/deliveries/",
+        views.WebhookDeliveryListApi.as_view(),
+        name="webhook-delivery-list",
+    ),
+    path(
+        "courses/<slug:module>/webhooks/<int:pk>/deliveries/<int:delivery>/redeliver/",
+        views.WebhookRedeliverApi.as_view(),
+        name="webhook-redeliver",
+    ),
 ]

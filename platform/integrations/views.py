@@ -1,13 +1,16 @@
-"""Course endpoints: API tokens (managed by the course's instructors with their own
-credentials, never with a course token) and the course's submissions."""
+"""Course endpoints: API tokens and webhooks (managed by the course's instructors with
+their own credentials, never with a course token), the course's submissions, webhook
+deliveries (visible and redeliverable)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,11 +19,17 @@ from api.pagination import Pagination
 from api.serializers import SubmissionOutput
 from common.errors import NotFound
 from courses.models import Module
-from integrations import tokens
+from integrations import tokens, webhooks
+from integrations.models import WebhookEndpoint
 from integrations.serializers import (
     CourseTokenCreatedOutput,
     CourseTokenCreateInput,
     CourseTokenOutput,
+    WebhookCreateInput,
+    WebhookDeliveryOutput,
+    WebhookOutput,
+    WebhookSecretOutput,
+    WebhookUpdateInput,
 )
 from submissions.selectors import submission_list_for_module
 
@@ -29,6 +38,15 @@ ERRORS = {
     403: OpenApiResponse(description="A course token of another course or without the scope"),
     404: OpenApiResponse(description="No such course, or you do not teach it"),
 }
+
+
+def acting_user(request: Request) -> User:
+    """The signed-in user (every view here requires one; a course token acts as its
+    creator)."""
+    user = request.user
+    if not isinstance(user, User):
+        raise NotAuthenticated()
+    return user
 
 
 def module_get(slug: str) -> Module:
@@ -52,7 +70,7 @@ class CourseView(APIView):
 class CourseTokenListApi(CourseView):
     @extend_schema(responses={200: CourseTokenOutput(many=True), **ERRORS})
     def get(self, request: Request, module: str) -> Response:
-        found = tokens.course_tokens_of(user=request.user, module=module_get(module))
+        found = tokens.course_tokens_of(user=acting_user(request), module=module_get(module))
         return Response(CourseTokenOutput(found.select_related("created_by"), many=True).data)
 
     @extend_schema(
@@ -63,7 +81,7 @@ class CourseTokenListApi(CourseView):
         payload = CourseTokenCreateInput(data=request.data)
         payload.is_valid(raise_exception=True)
         issued = tokens.course_token_create(
-            creator=request.user, module=module_get(module), **payload.validated_data
+            creator=acting_user(request), module=module_get(module), **payload.validated_data
         )
         data: dict[str, Any] = dict(CourseTokenOutput(issued.token).data)
         data["token"] = issued.secret
@@ -73,7 +91,8 @@ class CourseTokenListApi(CourseView):
 class CourseTokenDetailApi(CourseView):
     @extend_schema(responses={204: None, **ERRORS})
     def delete(self, request: Request, module: str, pk: int) -> Response:
-        tokens.course_token_revoke(user=request.user, module=module_get(module), token_id=pk)
+        course = module_get(module)
+        tokens.course_token_revoke(user=acting_user(request), module=course, token_id=pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -92,7 +111,7 @@ class CourseSubmissionListApi(CourseView):
     def get(self, request: Request, module: str) -> Response:
         course = module_get(module)
         try:
-            found = submission_list_for_module(instructor=request.user, module_id=course.pk)
+            found = submission_list_for_module(instructor=acting_user(request), module_id=course.pk)
         except NotFound:
             raise NotFound(f"You do not teach {module!r}.") from None
         if exercise := request.query_params.get("exercise"):
@@ -103,3 +122,82 @@ class CourseSubmissionListApi(CourseView):
         page = paginator.paginate_queryset(found.order_by("-created_at", "-id"), request, self)
         data = SubmissionOutput(page, many=True, context={"request": request}).data
         return paginator.get_paginated_response(data)
+
+
+def _endpoint(request: Request, module: str, pk: int) -> WebhookEndpoint:
+    course = module_get(module)
+    return webhooks.endpoint_get(user=acting_user(request), module=course, endpoint_id=pk)
+
+
+class WebhookListApi(CourseView):
+    course_token_scopes = {"GET": tokens.WEBHOOKS_READ}
+
+    @extend_schema(responses={200: WebhookOutput(many=True), **ERRORS})
+    def get(self, request: Request, module: str) -> Response:
+        found = webhooks.endpoints_of(user=acting_user(request), module=module_get(module))
+        return Response(WebhookOutput(found, many=True).data)
+
+    @extend_schema(
+        request=WebhookCreateInput,
+        responses={201: WebhookSecretOutput, 400: OpenApiResponse(), **ERRORS},
+    )
+    def post(self, request: Request, module: str) -> Response:
+        payload = WebhookCreateInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        endpoint = webhooks.endpoint_create(
+            user=acting_user(request), module=module_get(module), **payload.validated_data
+        )
+        return Response(
+            WebhookSecretOutput(endpoint).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Cache-Control": "no-store"},
+        )
+
+
+class WebhookDetailApi(CourseView):
+    @extend_schema(responses={200: WebhookSecretOutput, **ERRORS})
+    def get(self, request: Request, module: str, pk: int) -> Response:
+        endpoint = _endpoint(request, module, pk)
+        return Response(WebhookSecretOutput(endpoint).data, headers={"Cache-Control": "no-store"})
+
+    @extend_schema(request=WebhookUpdateInput, responses={200: WebhookOutput, **ERRORS})
+    def patch(self, request: Request, module: str, pk: int) -> Response:
+        payload = WebhookUpdateInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        endpoint = webhooks.endpoint_set_active(
+            endpoint=_endpoint(request, module, pk), active=payload.validated_data["active"]
+        )
+        return Response(WebhookOutput(endpoint).data)
+
+    @extend_schema(responses={204: None, **ERRORS})
+    def delete(self, request: Request, module: str, pk: int) -> Response:
+        webhooks.endpoint_delete(endpoint=_endpoint(request, module, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WebhookDeliveryListApi(CourseView):
+    course_token_scopes = {"GET": tokens.WEBHOOKS_READ}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("page", OpenApiTypes.INT),
+            OpenApiParameter("page_size", OpenApiTypes.INT),
+        ],
+        responses={200: WebhookDeliveryOutput(many=True), **ERRORS},
+    )
+    def get(self, request: Request, module: str, pk: int) -> Response:
+        found = webhooks.deliveries_of(endpoint=_endpoint(request, module, pk))
+        paginator = Pagination()
+        page = paginator.paginate_queryset(found, request, self)
+        return paginator.get_paginated_response(WebhookDeliveryOutput(page, many=True).data)
+
+
+class WebhookRedeliverApi(CourseView):
+    @extend_schema(request=None, responses={202: WebhookDeliveryOutput, **ERRORS})
+    def post(self, request: Request, module: str, pk: int, delivery: int) -> Response:
+        original = webhooks.deliveries_of(endpoint=_endpoint(request, module, pk))
+        found = original.filter(pk=delivery).select_related("endpoint").first()
+        if found is None:
+            raise NotFound(f"No delivery {delivery} of webhook {pk}.")
+        again = webhooks.delivery_redeliver(delivery=found)
+        return Response(WebhookDeliveryOutput(again).data, status=status.HTTP_202_ACCEPTED)

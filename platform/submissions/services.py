@@ -245,7 +245,16 @@ def _finish_graded(submission_id: int, attempt: int, report: Report) -> bool:
                            submission_id, attempt)  # fmt: skip
             return False
         _save_checks(submission_id, report)
+        _tell_integrations(submission_id)
     return True
+
+
+def _tell_integrations(submission_id: int) -> None:
+    """Webhooks (and LMS grade passback) of the new grade: outbox rows written in the
+    transaction of the grade itself, sent by a worker once it commits."""
+    from integrations.events import submission_graded
+
+    submission_graded(submission_id=submission_id)
 
 
 def _save_checks(submission_id: int, report: Report) -> None:
@@ -424,6 +433,8 @@ def _apply_regrade(submission: Submission, version_id: int, report: Report) -> S
             error_message=grading.text_safe(report.message),
         )
         _save_checks(submission.pk, report)
+        if submission.score != report.score or submission.passed != report.passed:
+            _tell_integrations(submission.pk)
     if submission.score == report.score and submission.passed == report.passed:
         return None
     return ScoreChange(

@@ -1,53 +1,39 @@
-"""Fixtures of the integration tests: two course modules loaded from real exercise
-packages, personas, and API clients for each kind of credential.
-
-Personas: alice_learner learns in the course; bob_instructor teaches it; carol_other
-teaches only the other course (which holds one exercise of its own).
-"""
+"""Fixtures of the integration tests, on top of the shared ones (tests/gradlab_fixtures.py:
+catalog, personas, a real worker): the other course gets an exercise of its own, and API
+clients for each kind of credential."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from integration_helpers import COURSE, COURSE_EXERCISE, OTHER_COURSE, OTHER_EXERCISE, write_module
+from integration_helpers import COURSE, OTHER_COURSE, OTHER_EXERCISE, ROOT
 from rest_framework.test import APIClient
 
 
 @pytest.fixture
-def courses(db: None, tmp_path: Path) -> dict[str, Any]:
+def courses(catalog: Any) -> dict[str, Any]:
+    """{slug: Module} of the course (shared catalog) and of the other course, which holds
+    OTHER_EXERCISE so that a request can reach across courses."""
+    from django.db import transaction
+
     from courses.models import Module
-    from courses.services import exercises_load
+    from courses.services import exercise_sync
+    from grader import spec
 
-    exercises_load(exercises_dir=write_module(tmp_path / "a", COURSE, (COURSE_EXERCISE,)))
-    exercises_load(exercises_dir=write_module(tmp_path / "b", OTHER_COURSE, (OTHER_EXERCISE,)))
-    return {m.slug: m for m in Module.objects.all()}
-
-
-def _persona(username: str, module: Any, role: str) -> User:
-    from accounts.models import Enrollment
-
-    user = User.objects.create_user(username=username, password="not-a-real-password")
-    Enrollment.objects.create(user=user, module=module, role=role)
-    return user
+    other = Module.objects.get(slug=OTHER_COURSE)
+    package = spec.load_package(ROOT / "exercises" / OTHER_EXERCISE)
+    with transaction.atomic():
+        exercise_sync(module=other, package=package, order=0)
+    return {COURSE: catalog, OTHER_COURSE: other}
 
 
 @pytest.fixture
-def alice_learner(courses: dict[str, Any]) -> User:
-    return _persona("alice_learner", courses[COURSE], "learner")
-
-
-@pytest.fixture
-def bob_instructor(courses: dict[str, Any]) -> User:
-    return _persona("bob_instructor", courses[COURSE], "instructor")
-
-
-@pytest.fixture
-def carol_other(courses: dict[str, Any]) -> User:
-    return _persona("carol_other", courses[OTHER_COURSE], "instructor")
+def carol_other(courses: dict[str, Any], carol_other_course: User) -> User:
+    """The instructor of the other course only (with its exercise loaded)."""
+    return carol_other_course
 
 
 @pytest.fixture
@@ -65,7 +51,7 @@ def user_client() -> Callable[[User], APIClient]:
 
 @pytest.fixture
 def course_token(
-    bob_instructor: User, user_client: Callable[[User], APIClient]
+    courses: dict[str, Any], bob_instructor: User, user_client: Callable[[User], APIClient]
 ) -> Callable[..., str]:
     """course_token(scopes, course=COURSE) -> a new token's secret, made through the API."""
 

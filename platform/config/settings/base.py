@@ -207,6 +207,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 GRADLAB_IDEMPOTENCY_KEY_TTL_SECONDS = env_int("GRADLAB_IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 3600)
 # A request still "processing" after this long is presumed dead: a retry takes its key over.
 GRADLAB_IDEMPOTENCY_LOCK_SECONDS = env_int("GRADLAB_IDEMPOTENCY_LOCK_SECONDS", 60)
+# Webhooks: attempts per message, first backoff (doubles, capped; under the broker's
+# visibility timeout), request timeout; plain http and private addresses only for tests.
+GRADLAB_WEBHOOK_MAX_ATTEMPTS = env_int("GRADLAB_WEBHOOK_MAX_ATTEMPTS", 8)
+GRADLAB_WEBHOOK_BACKOFF_SECONDS = env_float("GRADLAB_WEBHOOK_BACKOFF_SECONDS", 30.0)
+GRADLAB_WEBHOOK_BACKOFF_MAX_SECONDS = env_float("GRADLAB_WEBHOOK_BACKOFF_MAX_SECONDS", 1800.0)
+GRADLAB_WEBHOOK_TIMEOUT_SECONDS = env_float("GRADLAB_WEBHOOK_TIMEOUT_SECONDS", 10.0)
+GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS = env_float("GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS", 60.0)
+GRADLAB_WEBHOOK_ALLOW_HTTP = env_bool("GRADLAB_WEBHOOK_ALLOW_HTTP", False)
+GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = env_bool("GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS", False)
+CELERY_BEAT_SCHEDULE["sweep-webhook-deliveries"] = {
+    "task": "gradlab.sweep_webhooks",
+    "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
+    "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+}
 CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
     "task": "gradlab.purge_idempotency_keys",
     "schedule": 3600.0,

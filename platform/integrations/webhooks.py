@@ -1,0 +1,378 @@
+"""Webhooks of a course, sent as the Standard Webhooks format says
+(https://www.standardwebhooks.com, spec/standard-webhooks.md):
+
+- the body is JSON `{"type": ..., "timestamp": ..., "data": {...}}`;
+- headers `webhook-id` (the message id, the same on every retry of a message),
+  `webhook-timestamp` (integer seconds of this attempt) and `webhook-signature`
+  (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`);
+- the secret is `whsec_<base64 of 32 random bytes>`; the HMAC key is those bytes.
+
+Delivery is an outbox: an event's rows are written in the transaction that makes the event
+(the grade), then a worker sends each one, retries with exponential backoff, and gives up
+after GRADLAB_WEBHOOK_MAX_ATTEMPTS. A 2xx is success; `410 Gone` disables the endpoint; a
+redirect is not followed (it counts as a failure). The sweep re-sends what a lost message or a
+dead worker left behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import secrets
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests  # type: ignore[import-untyped,unused-ignore]
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from common.errors import InvalidInput, NotFound
+from courses.models import Module
+from integrations.models import WebhookDelivery, WebhookEndpoint
+from integrations.tokens import teaches
+
+logger = logging.getLogger(__name__)
+
+SUBMISSION_GRADED = "submission.graded"
+EVENTS = {SUBMISSION_GRADED: "a submission was graded (or regraded to another score)"}
+SECRET_PREFIX = "whsec_"
+SIGNATURE_VERSION = "v1"
+USER_AGENT = "gradlab-webhooks/1"
+ERROR_MAX_CHARS = 500
+SWEEP_BATCH = 500
+Status = WebhookDelivery.Status
+
+
+# -- signing -----------------------------------------------------------------------------
+
+
+def secret_generate() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+def secret_key(secret: str) -> bytes:
+    return base64.b64decode(secret.removeprefix(SECRET_PREFIX))
+
+
+def signature(*, secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret_key(secret), signed, hashlib.sha256).digest()
+    return f"{SIGNATURE_VERSION},{base64.b64encode(digest).decode('ascii')}"
+
+
+def body_of(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def signed_headers(*, secret: str, message_id: str, body: bytes, now: datetime) -> dict[str, str]:
+    timestamp = int(now.timestamp())
+    return {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signature(
+            secret=secret, message_id=message_id, timestamp=timestamp, body=body
+        ),
+    }
+
+
+# -- endpoints ---------------------------------------------------------------------------
+
+
+def url_validate(url: object) -> str:
+    if not isinstance(url, str) or len(url) > 2000:
+        raise InvalidInput({"url": "Give the endpoint's URL (at most 2000 characters)."})
+    parts = urlsplit(url)
+    allowed = ("https", "http") if settings.GRADLAB_WEBHOOK_ALLOW_HTTP else ("https",)
+    if parts.scheme not in allowed or not parts.hostname:
+        raise InvalidInput({"url": f"The URL must be absolute with scheme {' or '.join(allowed)}."})
+    if parts.username or parts.password:
+        raise InvalidInput({"url": "Put no credentials in the URL; verify our signature instead."})
+    return url
+
+
+def events_validate(events: object) -> list[str]:
+    if events is None:
+        return sorted(EVENTS)
+    if not isinstance(events, list) or not events or any(e not in EVENTS for e in events):
+        raise InvalidInput({"events": f"Give a non-empty list among {sorted(EVENTS)}."})
+    return sorted(set(events))
+
+
+def endpoints_of(*, user: User, module: Module) -> QuerySet[WebhookEndpoint]:
+    if not teaches(user, module.pk):
+        raise NotFound(f"You do not teach {module.slug!r}.")
+    return WebhookEndpoint.objects.filter(module=module)
+
+
+def endpoint_get(*, user: User, module: Module, endpoint_id: int) -> WebhookEndpoint:
+    endpoint = endpoints_of(user=user, module=module).filter(pk=endpoint_id).first()
+    if endpoint is None:
+        raise NotFound(f"No webhook endpoint {endpoint_id} in {module.slug!r}.")
+    return endpoint
+
+
+def endpoint_create(
+    *, user: User, module: Module, url: object, events: object = None
+) -> WebhookEndpoint:
+    endpoints_of(user=user, module=module)  # access check
+    return WebhookEndpoint.objects.create(
+        module=module,
+        created_by=user,
+        url=url_validate(url),
+        events=events_validate(events),
+        secret=secret_generate(),
+    )
+
+
+def endpoint_set_active(*, endpoint: WebhookEndpoint, active: bool) -> WebhookEndpoint:
+    endpoint.active = active
+    endpoint.disabled_reason = "" if active else "Disabled by an instructor."
+    endpoint.save(update_fields=["active", "disabled_reason"])
+    return endpoint
+
+
+def endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
+    endpoint.delete()
+
+
+# -- the outbox ----------------------------------------------------------------------------
+
+
+def submission_graded_payload(submission: Any, now: datetime) -> dict[str, Any]:
+    return {
+        "type": SUBMISSION_GRADED,
+        "timestamp": now.isoformat().replace("+00:00", "Z"),
+        "data": {
+            "submission": submission.pk,
+            "course": submission.exercise.module.slug,
+            "exercise": submission.exercise.slug,
+            "version": submission.version.number,
+            "learner": submission.learner.get_username(),
+            "status": submission.status,
+            "score": submission.score,
+            "max_score": submission.max_score,
+            "passed": submission.passed,
+            "graded_at": submission.graded_at.isoformat() if submission.graded_at else None,
+            "path": f"/api/v1/submissions/{submission.pk}/",
+        },
+    }
+
+
+def events_record(*, module_id: int, event_type: str, payload: dict[str, Any]) -> list[int]:
+    """Writes one outbox row per active endpoint of the course that wants `event_type`, in
+    the caller's transaction, and sends them once it commits. Returns their ids."""
+    endpoints = WebhookEndpoint.objects.filter(module_id=module_id, active=True)
+    wanted = [e for e in endpoints if event_type in e.events]
+    now = timezone.now()
+    message_id = f"msg_{secrets.token_urlsafe(18)}"
+    created = WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(
+            endpoint=endpoint, message_id=message_id, event_type=event_type,
+            payload=payload, next_attempt_at=now,
+        )
+        for endpoint in wanted
+    )  # fmt: skip
+    ids = [delivery.pk for delivery in created]
+    if ids:
+        transaction.on_commit(lambda: [delivery_enqueue(delivery_id=i) for i in ids])
+    return ids
+
+
+def delivery_enqueue(*, delivery_id: int, countdown: float = 0) -> bool:
+    """Sends the delivery task; a broker failure is logged, and the sweep sends it later."""
+    from integrations.tasks import deliver_webhook
+
+    try:
+        deliver_webhook.apply_async(
+            args=[delivery_id], queue=settings.GRADLAB_QUEUE_CPU, countdown=countdown
+        )
+    except Exception:
+        logger.exception("could not enqueue webhook delivery %s; the sweep will", delivery_id)
+        return False
+    return True
+
+
+# -- one attempt -----------------------------------------------------------------------------
+
+
+class Outcome(str, enum.Enum):
+    DELIVERED = "delivered"
+    RETRY = "retry"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # not due, already delivered, or claimed by another worker
+
+
+@dataclass(frozen=True)
+class Answer:
+    status_code: int | None
+    error: str
+
+
+def delivery_attempt(*, delivery_id: int) -> Outcome:
+    """Claims a due delivery (pending -> sending), posts it once, records the answer."""
+    attempt = _claim(delivery_id)
+    if attempt is None:
+        return Outcome.SKIPPED
+    delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
+    endpoint = delivery.endpoint
+    if not endpoint.active:
+        _finish(delivery, attempt, Status.FAILED, Answer(None, "The endpoint is disabled."))
+        return Outcome.FAILED
+    answer = _post(endpoint, delivery)
+    if answer.status_code is not None and 200 <= answer.status_code < 300:
+        _finish(delivery, attempt, Status.DELIVERED, answer)
+        return Outcome.DELIVERED
+    if answer.status_code == 410:
+        _disable(endpoint, "The receiver answered 410 Gone.")
+        _finish(delivery, attempt, Status.FAILED, answer)
+        return Outcome.FAILED
+    if attempt >= settings.GRADLAB_WEBHOOK_MAX_ATTEMPTS:
+        _finish(delivery, attempt, Status.FAILED, answer)
+        return Outcome.FAILED
+    countdown = backoff_seconds(attempt)
+    if _finish(delivery, attempt, Status.PENDING, answer, retry_in=countdown):
+        delivery_enqueue(delivery_id=delivery_id, countdown=countdown)
+    return Outcome.RETRY
+
+
+def backoff_seconds(attempt: int) -> float:
+    """After attempt n (1-based): base * 2**(n-1), capped; jitter spreads a burst."""
+    base = settings.GRADLAB_WEBHOOK_BACKOFF_SECONDS
+    delay = min(base * 2 ** (attempt - 1), settings.GRADLAB_WEBHOOK_BACKOFF_MAX_SECONDS)
+    return float(delay * (1 + secrets.randbelow(250) / 1000))
+
+
+def _claim(delivery_id: int) -> int | None:
+    now = timezone.now()
+    lock = timedelta(seconds=settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS * 3)
+    with transaction.atomic():
+        claimed = WebhookDelivery.objects.filter(
+            pk=delivery_id, status=Status.PENDING, next_attempt_at__lte=now
+        ).update(status=Status.SENDING, attempts=F("attempts") + 1, locked_until=now + lock)
+        if claimed != 1:
+            return None
+        return WebhookDelivery.objects.values_list("attempts", flat=True).get(pk=delivery_id)
+
+
+def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Answer:
+    body = body_of(delivery.payload)
+    headers = signed_headers(
+        secret=endpoint.secret, message_id=delivery.message_id, body=body, now=timezone.now()
+    )
+    try:
+        host_check(endpoint.url)
+        response = requests.post(
+            endpoint.url,
+            data=body,
+            headers=headers,
+            timeout=settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS,
+            allow_redirects=False,
+        )
+    except (requests.RequestException, RefusedHost) as failure:
+        return Answer(None, f"{type(failure).__name__}: {failure}"[:ERROR_MAX_CHARS])
+    said = "" if response.ok else response.text[:ERROR_MAX_CHARS]
+    return Answer(response.status_code, said)
+
+
+def _finish(
+    delivery: WebhookDelivery,
+    attempt: int,
+    status: str,
+    answer: Answer,
+    retry_in: float | None = None,
+) -> bool:
+    now = timezone.now()
+    updated = WebhookDelivery.objects.filter(
+        pk=delivery.pk, status=Status.SENDING, attempts=attempt
+    ).update(
+        status=status,
+        locked_until=None,
+        last_status_code=answer.status_code,
+        last_error=answer.error,
+        delivered_at=now if status == Status.DELIVERED else None,
+        next_attempt_at=now + timedelta(seconds=retry_in) if retry_in is not None else None,
+    )
+    return updated == 1
+
+
+def _disable(endpoint: WebhookEndpoint, reason: str) -> None:
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=False, disabled_reason=reason)
+    # Nothing more goes to an endpoint that is gone.
+    WebhookDelivery.objects.filter(endpoint=endpoint, status=Status.PENDING).update(
+        status=Status.FAILED, last_error=reason, next_attempt_at=None
+    )
+
+
+class RefusedHost(Exception):
+    """The endpoint's host resolves to an address we do not send to."""
+
+
+def host_check(url: str) -> None:
+    """Refuses private, loopback and link-local addresses (our own network) unless
+    GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS: a course's webhook must not reach inside."""
+    if settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS:
+        return
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)
+    except OSError as error:
+        raise RefusedHost(f"cannot resolve {parts.hostname}: {error}") from None
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if not address.is_global:
+            raise RefusedHost(f"{parts.hostname} resolves to a non-public address {address}")
+
+
+# -- redelivery and the sweep --------------------------------------------------------------
+
+
+def delivery_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
+    """A new attempt series of the same message (same webhook-id, so that a receiver that
+    already has it can tell), to the same endpoint, which must be active."""
+    if not delivery.endpoint.active:
+        raise InvalidInput({"endpoint": "The endpoint is disabled: enable it first."})
+    with transaction.atomic():
+        again = WebhookDelivery.objects.create(
+            endpoint=delivery.endpoint,
+            message_id=delivery.message_id,
+            event_type=delivery.event_type,
+            payload=delivery.payload,
+            next_attempt_at=timezone.now(),
+        )
+        transaction.on_commit(lambda: delivery_enqueue(delivery_id=again.pk))
+    return again
+
+
+def deliveries_sweep(*, now: datetime | None = None) -> list[int]:
+    """Re-sends due deliveries whose message was lost, and frees those whose worker died
+    while sending (their lock expired). Returns the ids sent."""
+    now = now or timezone.now()
+    stale = timedelta(seconds=settings.GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS)
+    dead = WebhookDelivery.objects.filter(status=Status.SENDING, locked_until__lt=now)
+    freed = list(dead.values_list("pk", flat=True)[:SWEEP_BATCH])
+    WebhookDelivery.objects.filter(pk__in=freed, status=Status.SENDING).update(
+        status=Status.PENDING, locked_until=None, next_attempt_at=now
+    )
+    lost = WebhookDelivery.objects.filter(status=Status.PENDING, next_attempt_at__lte=now - stale)
+    due = freed + list(lost.order_by("next_attempt_at").values_list("pk", flat=True)[:SWEEP_BATCH])
+    for delivery_id in due:
+        delivery_enqueue(delivery_id=delivery_id)
+    return due
+
+
+def deliveries_of(*, endpoint: WebhookEndpoint) -> QuerySet[WebhookDelivery]:
+    return WebhookDelivery.objects.filter(endpoint=endpoint).order_by("-created_at", "-id")

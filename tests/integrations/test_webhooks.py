@@ -1,0 +1,429 @@
+"""Course webhooks on `submission.graded`: an outbox row written in the grade's transaction,
+sent signed per Standard Webhooks to a real HTTP receiver on 127.0.0.1 (which verifies the
+signature from the format's text), retried with backoff, `410 Gone` disables the endpoint,
+deliveries visible and redeliverable by the course's instructors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from gradlab_fixtures import purge_queue, queue_length
+from integration_helpers import COURSE, COURSE_EXERCISE, bearer
+from webhook_receiver import Receiver, running_receiver, verify
+
+WEBHOOKS = f"/api/v1/courses/{COURSE}/webhooks/"
+
+
+@pytest.fixture
+def webhook_settings(settings: Any, worker_queue: str) -> Iterator[Any]:
+    """http and 127.0.0.1 allowed (the receiver is local); retries go to a private queue."""
+    settings.GRADLAB_WEBHOOK_ALLOW_HTTP = True
+    settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = True
+    settings.GRADLAB_WEBHOOK_BACKOFF_SECONDS = 0.2
+    purge_queue(worker_queue)
+    yield settings
+    purge_queue(worker_queue)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with running_receiver() as running:
+        yield running
+
+
+@pytest.fixture
+def endpoint(
+    webhook_settings: Any,
+    bob_instructor: Any,
+    user_client: Callable[[Any], Any],
+    receiver: Receiver,
+    courses: Any,
+) -> dict[str, Any]:
+    created = user_client(bob_instructor).post(WEBHOOKS, {"url": receiver.url}, format="json")
+    assert created.status_code == 201, created.json()
+    receiver.secret = created.json()["secret"]
+    return dict(created.json())
+
+
+@pytest.fixture
+def graded(alice_learner: Any) -> Callable[[], int]:
+    """graded() -> a submission of alice's, graded, with its event recorded in the same
+    transaction (the one-line hook the grading service calls). Returns the delivery id
+    (0 when no endpoint wanted it)."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from courses.models import Exercise
+    from integrations.events import submission_graded
+    from integrations.models import WebhookDelivery
+    from submissions.models import Submission
+
+    exercise = Exercise.objects.get(slug=COURSE_EXERCISE)
+
+    def make() -> int:
+        with transaction.atomic():
+            submission = Submission.objects.create(
+                learner=alice_learner, exercise=exercise, version=exercise.current_version,
+                code="x = 1", status="graded", score=7.5, max_score=10.0, passed=False,
+                graded_at=timezone.now(),
+            )  # fmt: skip
+            submission_graded(submission_id=submission.pk)
+        recorded = WebhookDelivery.objects.filter(payload__data__submission=submission.pk)
+        return int(recorded.values_list("pk", flat=True).first() or 0)  # 0: none recorded
+
+    return make
+
+
+def _attempt(delivery_id: int) -> str:
+    from integrations.webhooks import delivery_attempt
+
+    return delivery_attempt(delivery_id=delivery_id).value
+
+
+def _make_due(delivery_id: int) -> None:
+    from django.utils import timezone
+
+    from integrations.models import WebhookDelivery
+
+    WebhookDelivery.objects.filter(pk=delivery_id).update(next_attempt_at=timezone.now())
+
+
+def _delivery(delivery_id: int) -> Any:
+    from integrations.models import WebhookDelivery
+
+    return WebhookDelivery.objects.get(pk=delivery_id)
+
+
+def test_the_signature_matches_the_standard_webhooks_test_vector() -> None:
+    from integrations.webhooks import signature
+
+    signed = signature(
+        secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        message_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
+        timestamp=1614265330,
+        body=b'{"test": 2432232314}',
+    )
+
+    assert signed == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+
+def test_a_new_endpoint_gets_a_whsec_secret_shown_to_its_instructors_only(
+    endpoint: dict[str, Any], user_client: Callable[[Any], Any], bob_instructor: Any,
+    alice_learner: Any,
+) -> None:  # fmt: skip
+    import base64
+
+    detail = f"{WEBHOOKS}{endpoint['id']}/"
+
+    assert endpoint["secret"].startswith("whsec_")
+    assert len(base64.b64decode(endpoint["secret"][6:])) == 32
+    assert endpoint["events"] == ["submission.graded"]
+    assert user_client(bob_instructor).get(detail).json()["secret"] == endpoint["secret"]
+    assert "secret" not in user_client(bob_instructor).get(WEBHOOKS).json()[0]
+    assert user_client(alice_learner).get(detail).status_code == 404
+
+
+def test_a_graded_submission_reaches_the_receiver_signed_with_its_score(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver
+) -> None:
+    delivery_id = graded()
+
+    outcome = _attempt(delivery_id)
+
+    assert outcome == "delivered"
+    [got] = receiver.received
+    assert got.verified
+    assert got.msg_id == _delivery(delivery_id).message_id and got.msg_id.startswith("msg_")
+    assert got.body["type"] == "submission.graded"
+    assert got.body["data"]["score"] == 7.5 and got.body["data"]["max_score"] == 10.0
+    assert got.body["data"]["learner"] == "alice_learner"
+    assert got.body["data"]["course"] == COURSE
+    assert _delivery(delivery_id).status == "delivered"
+
+
+def test_the_outbox_row_lives_and_dies_with_the_grade_transaction(
+    endpoint: dict[str, Any], alice_learner: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from django.db import transaction
+
+    from integrations.events import submission_graded
+    from integrations.models import WebhookDelivery
+    from submissions.services import submission_create
+
+    submission, _ = submission_create(
+        learner=alice_learner, exercise_slug=COURSE_EXERCISE, code="x = 1"
+    )  # (its grading task is never sent: this test's transaction never commits)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        submission_graded(submission_id=submission.pk)
+        assert WebhookDelivery.objects.count() == 1
+        raise RuntimeError("the grade's transaction fails")
+
+    assert WebhookDelivery.objects.count() == 0
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        submission_graded(submission_id=submission.pk)
+    assert len(callbacks) == 1  # sent only once the grade commits
+
+
+def test_a_receiver_that_answers_500_then_200_gets_the_message_once(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, worker_queue: str,
+    settings: Any,
+) -> None:  # fmt: skip
+    settings.GRADLAB_WEBHOOK_BACKOFF_SECONDS = 60.0
+    receiver.script = [500]
+    delivery_id = graded()
+
+    first = _attempt(delivery_id)
+    too_early = _attempt(delivery_id)
+    retry_waiting = _delivery(delivery_id)
+    _make_due(delivery_id)
+    second = _attempt(delivery_id)
+    _make_due(delivery_id)
+    third = _attempt(delivery_id)
+
+    assert (first, too_early, second, third) == ("retry", "skipped", "delivered", "skipped")
+    assert retry_waiting.status == "pending" and retry_waiting.last_status_code == 500
+    assert queue_length(worker_queue) == 1  # the retry was sent with its countdown
+    assert [r.answered for r in receiver.received] == [500, 200]
+    assert len({r.msg_id for r in receiver.received}) == 1
+    assert len(receiver.accepted()) == 1
+    assert _delivery(delivery_id).attempts == 2
+
+
+def test_retries_back_off_exponentially_and_give_up_after_the_last_attempt(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, settings: Any
+) -> None:
+    from integrations.webhooks import backoff_seconds
+
+    settings.GRADLAB_WEBHOOK_MAX_ATTEMPTS = 3
+    receiver.script = [503, 503, 503, 200]
+    delivery_id = graded()
+
+    outcomes = []
+    for _ in range(3):
+        outcomes.append(_attempt(delivery_id))
+        _make_due(delivery_id)
+
+    assert outcomes == ["retry", "retry", "failed"]
+    assert _delivery(delivery_id).status == "failed"
+    assert len(receiver.received) == 3
+    delays = [backoff_seconds(n) for n in (1, 2, 3)]
+    assert 0.2 <= delays[0] < 0.4 <= delays[1] < 0.8 <= delays[2]
+
+
+def test_410_gone_disables_the_endpoint_and_stops_its_other_deliveries(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver
+) -> None:
+    from integrations.models import WebhookEndpoint
+
+    receiver.script = [410]
+    gone, waiting = graded(), graded()
+
+    outcome = _attempt(gone)
+
+    assert outcome == "failed"
+    webhook = WebhookEndpoint.objects.get()
+    assert not webhook.active and "410" in webhook.disabled_reason
+    assert _delivery(waiting).status == "failed"
+    assert graded() == 0  # nothing more is recorded for it
+    assert _attempt(waiting) == "skipped"
+    assert len(receiver.received) == 1
+
+
+def test_a_redirect_is_not_followed(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver
+) -> None:
+    receiver.script = [302]
+    delivery_id = graded()
+
+    assert _attempt(delivery_id) == "retry"
+    assert _delivery(delivery_id).last_status_code == 302
+    assert len(receiver.received) == 1
+
+
+def test_private_addresses_are_refused_unless_allowed(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, settings: Any
+) -> None:
+    settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = False
+    delivery_id = graded()
+
+    assert _attempt(delivery_id) == "retry"
+    assert "non-public address 127.0.0.1" in _delivery(delivery_id).last_error
+    assert receiver.received == []
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("ftp://example.org/hook", "scheme"),
+        ("/relative", "scheme"),
+        ("https://user:pw@example.org/hook", "credentials"),
+    ],
+)
+def test_a_bad_endpoint_url_is_a_400_naming_the_field(
+    url: str, fragment: str, bob_instructor: Any, user_client: Callable[[Any], Any], courses: Any
+) -> None:
+    response = user_client(bob_instructor).post(WEBHOOKS, {"url": url}, format="json")
+
+    assert response.status_code == 400
+    assert fragment in response.json()["url"][0]
+
+
+def test_plain_http_is_refused_by_default(
+    bob_instructor: Any, user_client: Callable[[Any], Any], courses: Any
+) -> None:
+    response = user_client(bob_instructor).post(
+        WEBHOOKS, {"url": "http://example.org/hook"}, format="json"
+    )
+
+    assert response.status_code == 400
+
+
+def test_the_instructor_sees_deliveries_and_redelivers_one_with_the_same_id(
+    endpoint: dict[str, Any],
+    graded: Callable[[], int],
+    receiver: Receiver,
+    bob_instructor: Any,
+    user_client: Callable[[Any], Any],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    client = user_client(bob_instructor)
+    delivery_id = graded()
+    _attempt(delivery_id)
+    deliveries = f"{WEBHOOKS}{endpoint['id']}/deliveries/"
+
+    listed = client.get(deliveries).json()
+    with django_capture_on_commit_callbacks(execute=False):
+        again = client.post(f"{deliveries}{delivery_id}/redeliver/")
+    outcome = _attempt(again.json()["id"])
+
+    assert [d["status"] for d in listed["results"]] == ["delivered"]
+    assert listed["results"][0]["last_status_code"] == 200
+    assert again.status_code == 202
+    assert outcome == "delivered"
+    assert [r.msg_id for r in receiver.received] == [listed["results"][0]["message_id"]] * 2
+    assert all(r.verified for r in receiver.received)
+
+
+def test_a_disabled_endpoint_is_enabled_again_by_its_instructor(
+    endpoint: dict[str, Any], bob_instructor: Any, user_client: Callable[[Any], Any]
+) -> None:
+    client = user_client(bob_instructor)
+    detail = f"{WEBHOOKS}{endpoint['id']}/"
+
+    off = client.patch(detail, {"active": False}, format="json").json()
+    on = client.patch(detail, {"active": True}, format="json").json()
+
+    assert (off["active"], on["active"]) == (False, True)
+
+
+def test_a_course_token_reads_deliveries_with_its_scope_but_never_manages_webhooks(
+    endpoint: dict[str, Any], course_token: Callable[..., str]
+) -> None:
+    reader = bearer(course_token(["webhooks:read"]))
+    deliveries = f"{WEBHOOKS}{endpoint['id']}/deliveries/"
+
+    assert reader.get(WEBHOOKS).status_code == 200
+    assert reader.get(deliveries).status_code == 200
+    assert reader.post(WEBHOOKS, {"url": "https://example.org/x"}, format="json").status_code == 403
+    assert reader.get(f"{WEBHOOKS}{endpoint['id']}/").status_code == 403  # the secret
+    assert bearer(course_token(["exercises:read"])).get(WEBHOOKS).status_code == 403
+
+
+def test_the_sweep_resends_a_delivery_whose_worker_died_while_sending(
+    endpoint: dict[str, Any], graded: Callable[[], int], worker_queue: str
+) -> None:
+    from django.utils import timezone
+
+    from integrations.models import WebhookDelivery
+    from integrations.webhooks import deliveries_sweep
+
+    delivery_id = graded()
+    WebhookDelivery.objects.filter(pk=delivery_id).update(
+        status="sending", attempts=1, locked_until=timezone.now() - timedelta(seconds=1)
+    )
+
+    sent = deliveries_sweep(now=timezone.now() + timedelta(minutes=5))
+
+    assert sent == [delivery_id]
+    assert _delivery(delivery_id).status == "pending"
+    assert queue_length(worker_queue) == 1
+
+
+def test_the_receiver_refuses_a_forged_or_stale_signature() -> None:
+    import time
+
+    from django.utils import timezone
+
+    from integrations.webhooks import secret_generate, signed_headers
+
+    secret = secret_generate()
+    body = b'{"type":"submission.graded"}'
+    headers = signed_headers(secret=secret, message_id="msg_1", body=body, now=timezone.now())
+
+    assert verify(secret, headers, body)
+    assert not verify(secret, headers, body + b" ")
+    assert not verify(secret_generate(), headers, body)
+    assert not verify(secret, headers, body, now=time.time() + 600)
+
+
+def test_a_real_worker_delivers_once_to_a_receiver_that_answers_500_then_200(
+    endpoint: dict[str, Any],
+    receiver: Receiver,
+    graded: Callable[[], int],
+    start_worker: Callable[..., Any],
+) -> None:
+    """The outbox row commits with the grade; the delivery task runs in a real Celery worker
+    process, gets a 500, backs off, then a 200: the receiver keeps one message."""
+    from gradlab_fixtures import wait_for
+
+    receiver.script = [500]
+    worker = start_worker(
+        GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS="1", GRADLAB_WEBHOOK_BACKOFF_SECONDS="0.5"
+    )
+
+    delivery_id = graded()  # committed: the task goes to the worker
+
+    wait_for(
+        lambda: _delivery(delivery_id).status == "delivered",
+        timeout=60, what=f"the delivery; worker log:\n{worker.output()}",
+    )  # fmt: skip
+    assert [r.answered for r in receiver.received] == [500, 200]
+    assert len(receiver.accepted()) == 1 and receiver.accepted()[0].verified
+    assert _delivery(delivery_id).attempts == 2
+
+
+def test_a_real_worker_grades_then_delivers_once_to_a_receiver_that_failed_first(
+    endpoint: dict[str, Any],
+    receiver: Receiver,
+    alice_learner: Any,
+    user_client: Callable[[Any], Any],
+    start_worker: Callable[..., Any],
+) -> None:
+    """The whole path: API submission, a real Celery worker grading in the real sandbox,
+    the outbox row of the grade, the delivery task, a 500, the backoff, the 200."""
+    from gradlab_fixtures import wait_for
+    from integration_helpers import solution
+
+    from integrations.models import WebhookDelivery
+
+    receiver.script = [500]
+    worker = start_worker(
+        GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS="1", GRADLAB_WEBHOOK_BACKOFF_SECONDS="0.5"
+    )
+    created = user_client(alice_learner).post(
+        "/api/v1/submissions/",
+        {"exercise": COURSE_EXERCISE, "code": solution(COURSE_EXERCISE)},
+        format="json",
+    )
+
+    wait_for(lambda: receiver.accepted(), what=f"a delivery; worker log:\n{worker.output()}")
+    wait_for(lambda: WebhookDelivery.objects.filter(status="delivered").exists())
+
+    [accepted] = receiver.accepted()
+    assert accepted.body["data"]["submission"] == created.json()["id"]
+    assert accepted.body["data"]["passed"] is True
+    assert [r.answered for r in receiver.received] == [500, 200]
+    assert WebhookDelivery.objects.get().attempts == 2
