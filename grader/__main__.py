@@ -6,7 +6,7 @@
 
 Everything is built here from the command line, with the same environment variables as
 the platform's settings for defaults: `--sandbox` (GRADLAB_SANDBOX, default bubblewrap)
-with the backend's keyword options from GRADLAB_SANDBOX_OPTIONS (a JSON object),
+configured by the other GRADLAB_SANDBOX* variables (grader.sandbox.config.SandboxConfig),
 `--device` (GRADLAB_DEVICE, default cpu), `--cache-dir` (GRADLAB_CACHE_DIR, default
 var/reference-cache). The seed defaults to grader.engine.DEV_SEED (a fixed development
 seed); `--seed` overrides it. Exit status: 0 when everything is as declared / the answer
@@ -16,17 +16,17 @@ passes, 1 otherwise, 2 for a malformed package or bad arguments, 3 for a sandbox
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from grader.cache import DEFAULT_CACHE_DIR, ReferenceCache
 from grader.engine import DEV_SEED, GradeJob, grade
 from grader.protocol import ExerciseError, InfrastructureError, Report
-from grader.sandbox import get_backend
+from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import MANIFEST, MODULE_MANIFEST, PackageError, load_module, load_package
 from grader.validation import Validation, validate_package
@@ -39,22 +39,9 @@ class BadArguments(ValueError):
     """A command-line option or environment variable the CLI cannot use."""
 
 
-def sandbox_options(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The backend's keyword options: GRADLAB_SANDBOX_OPTIONS, a JSON object (or empty)."""
-    raw = environ.get("GRADLAB_SANDBOX_OPTIONS", "").strip()
-    if not raw:
-        return {}
-    try:
-        options = json.loads(raw)
-    except ValueError as error:
-        raise BadArguments(f"GRADLAB_SANDBOX_OPTIONS is not JSON ({error})") from None
-    if not isinstance(options, dict):
-        raise BadArguments("GRADLAB_SANDBOX_OPTIONS must be a JSON object")
-    return options
-
-
 def _sandbox(args: argparse.Namespace) -> Sandbox:
-    return get_backend(args.sandbox, **sandbox_options(os.environ))
+    config = SandboxConfig.from_environ(os.environ)
+    return build_backend(dataclasses.replace(config, backend=args.sandbox))
 
 
 def _cache(args: argparse.Namespace) -> ReferenceCache:

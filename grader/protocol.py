@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROTOCOL_VERSION = 1
+# The most bytes of the result frame's header line ("GRADLAB-RESULT <nonce> <length>\n")
+# around the capture on the harness's stdout (FORMAT.md section 2).
+FRAME_OVERHEAD_BYTES = 256
 
 
 class InfrastructureError(Exception):
@@ -36,6 +39,8 @@ class Limits:
     file_size_mb: int = 16
     result_bytes: int = 4_000_000
     stdout_bytes: int = 65_536
+    open_files: int = 256
+    cpus: float = 1.0  # CPU quota of the whole sandbox, in CPUs
 
     def replace(self, **changes: Any) -> Limits:
         return dataclasses.replace(self, **changes)

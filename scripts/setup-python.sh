@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Two virtual environments:
 #   .venv          the platform (Django, Celery, grader, tests) from requirements.lock
-#   .sandbox-env   the sandbox runtime: Debian's /usr/bin/python3 with torch and numpy only.
-#                  It lives outside /root-only paths so the unprivileged sandbox user can run it,
-#                  and it holds nothing of the platform's (a learner cannot import Django).
+#   the sandbox runtime, at $GRADLAB_SANDBOX_RUNTIME (default /opt/gradlab/sandbox-env):
+#                  Debian's /usr/bin/python3 with torch and numpy only. It lives at a neutral,
+#                  world-readable place, never in the checkout (a clone in root's 0700 home
+#                  would be unreadable to the unprivileged sandbox user), and it holds
+#                  nothing of the platform's (a learner cannot import Django).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SANDBOX_RUNTIME="${GRADLAB_SANDBOX_RUNTIME:-/opt/gradlab/sandbox-env}"
 
 need_python() {
   if ! command -v python3.11 >/dev/null 2>&1 && ! [ -x /usr/bin/python3.11 ]; then
@@ -24,7 +27,7 @@ platform_venv() {
 }
 
 sandbox_env() {
-  local stamp=.sandbox-env/.installed
+  local env=$SANDBOX_RUNTIME stamp=$SANDBOX_RUNTIME/.installed
   if [ -f "$stamp" ] && cmp -s requirements-sandbox.txt "$stamp"; then return; fi
   local base=/usr/bin/python3.11
   if ! "$base" -c 'import ensurepip' 2>/dev/null; then
@@ -34,14 +37,26 @@ sandbox_env() {
       echo "python3-venv is missing: apt-get install python3-venv" >&2; exit 1
     fi
   fi
-  rm -rf .sandbox-env
-  "$base" -m venv .sandbox-env
-  .sandbox-env/bin/pip install -q --upgrade pip
-  .sandbox-env/bin/pip install -q -r requirements-sandbox.txt
+  mkdir -p "$(dirname "$env")" || {
+    echo "cannot create $(dirname "$env"): run as root, or set GRADLAB_SANDBOX_RUNTIME" >&2; exit 1
+  }
+  # Built beside the old one and swapped in: a running worker never sees a half-installed env.
+  local next="$env.next"
+  rm -rf "$next"
+  "$base" -m venv "$next"
+  "$next/bin/pip" install -q --upgrade pip
+  "$next/bin/pip" install -q -r requirements-sandbox.txt
   # The sandbox mounts this read-only: byte-compile now so imports need no writes.
-  .sandbox-env/bin/python -m compileall -q -j 0 .sandbox-env/lib >/dev/null 2>&1 || true
-  chmod -R a+rX .sandbox-env
-  cp requirements-sandbox.txt "$stamp"
+  "$next/bin/python" -m compileall -q -j 0 "$next/lib" >/dev/null 2>&1 || true
+  cp requirements-sandbox.txt "$next/.installed"
+  # Moved into place below: its bin/ scripts (pip...) keep the build path in their first
+  # line, which nothing uses (the sandbox runs bin/python only).
+  chmod -R a+rX,go-w "$next"
+  chmod a+rx "$(dirname "$env")"
+  rm -rf "$env.old"
+  [ -e "$env" ] && mv "$env" "$env.old"
+  mv "$next" "$env"
+  rm -rf "$env.old"
 }
 
 need_python

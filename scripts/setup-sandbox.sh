@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The local sandbox backend's prerequisites (grader/sandbox/bubblewrap.py):
 #   - bubblewrap (bwrap), and util-linux's setpriv/prlimit;
+#   - libseccomp's Python bindings (python3-seccomp, for the system python), with which the
+#     worker compiles the sandbox's seccomp filter (grader/sandbox/syscalls.py);
 #   - the unprivileged host user the worker drops to before it starts bwrap (started by
 #     root, bwrap would map the sandbox's user to root on the host);
 #   - a smoke test: bwrap can create its namespaces as that user and run the sandbox runtime.
@@ -9,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SANDBOX_USER="${GRADLAB_SANDBOX_USER:-gradlab-sandbox}"
-RUNTIME="${GRADLAB_SANDBOX_RUNTIME:-$PWD/.sandbox-env}"
+RUNTIME="${GRADLAB_SANDBOX_RUNTIME:-/opt/gradlab/sandbox-env}"
 is_root() { [ "$(id -u)" = 0 ]; }
 missing=()
 
@@ -21,6 +23,16 @@ need_command() {  # need_command <binary> <debian package>
       || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }
   fi
   command -v "$1" >/dev/null 2>&1 || missing+=("$1 (Debian package $2)")
+}
+
+need_seccomp() {
+  /usr/bin/python3 -c 'import seccomp' 2>/dev/null && return
+  if is_root && command -v apt-get >/dev/null 2>&1; then
+    echo "setup-sandbox: installing python3-seccomp" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-seccomp >/dev/null \
+      || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-seccomp >/dev/null; }
+  fi
+  /usr/bin/python3 -c 'import seccomp' 2>/dev/null || missing+=("libseccomp's Python bindings (Debian package python3-seccomp)")
 }
 
 need_user() {
@@ -61,8 +73,9 @@ smoke_test() {
 need_command bwrap bubblewrap
 need_command setpriv util-linux
 need_command prlimit util-linux
+need_seccomp
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "setup-sandbox: missing: ${missing[*]}; install them as root (apt-get install bubblewrap util-linux)" >&2
+  echo "setup-sandbox: missing: ${missing[*]}; install them as root (apt-get install bubblewrap util-linux python3-seccomp)" >&2
   exit 1
 fi
 need_user

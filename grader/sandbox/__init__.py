@@ -1,4 +1,4 @@
-"""Sandbox backends: see base.Sandbox and get_backend()."""
+"""Sandbox backends: see base.Sandbox, config.SandboxConfig and get_backend()."""
 
 from __future__ import annotations
 
@@ -6,16 +6,14 @@ from typing import Any
 
 from grader.protocol import InfrastructureError
 from grader.sandbox.base import Sandbox
+from grader.sandbox.config import BACKENDS, SandboxConfig, backend_from_environ, build_backend
 
-BACKENDS = ("bubblewrap", "docker")
+__all__ = ["BACKENDS", "SandboxConfig", "backend_from_environ", "build_backend", "get_backend"]
 
 
 def get_backend(name: str = "bubblewrap", **options: Any) -> Sandbox:
-    """The sandbox backend called `name`, built with its keyword options.
-
-    bubblewrap: runtime_dir, harness_dir, user, bwrap, warm (see BubblewrapSandbox).
-    docker: see grader.sandbox.docker (imported only when asked for).
-    """
+    """The sandbox backend called `name`, built with its keyword options (explicit
+    arguments only: see BubblewrapSandbox and DockerSandbox)."""
     if name == "bubblewrap":
         from grader.sandbox.bubblewrap import BubblewrapSandbox
 

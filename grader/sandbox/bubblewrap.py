@@ -2,32 +2,40 @@
 
 The process chain of one job, each step exec'ing the next (one pid, one process group):
 
-    sh (joins the job's cgroups, as the worker)       memory + swap and pids limits
+    sh (joins the job's cgroups, as the worker)       memory + swap, pids and CPU quota
     -> prlimit                                         CPU time, file size, open files, core
     -> setpriv (only when the worker is root)          drop to the unprivileged sandbox user
-    -> bwrap                                           fresh namespaces, read-only binds,
-                                                       size-capped /tmp, no env of ours
-    -> bash (inside: reports "started", closes that pipe)
-    -> python -I -B /harness/main.py                   reads the job from stdin
+    -> bwrap                                           fresh namespaces, read-only binds of
+                                                       only what python and torch need,
+                                                       size-capped /tmp, no env of ours,
+                                                       the seccomp filter (syscalls.py)
+    -> python sandbox_init.py (pid 1, --as-pid-1)      non-dumpable, reports "started",
+                                                       forks the harness, holds no pipe
+       -> python -I -B /harness/main.py                reads the job from stdin
+
+Inside, the sandbox sees /runtime (the runtime's virtual environment), /harness (the
+harness as published by publish.py), the host files listed by runtime.py at their own
+paths, a private /tmp, /proc and /dev: no path of the worker's checkout.
 
 bwrap must not be started by root: its sandbox user would then be root on the host. The
-worker drops to `GRADLAB_SANDBOX_USER` (default gradlab-sandbox, made by
-scripts/setup-sandbox.sh) first; a worker that is not root runs bwrap as itself.
+worker drops to `user` (default gradlab-sandbox, made by scripts/setup-sandbox.sh) first;
+a worker that is not root runs bwrap as itself.
 
 Killing the job kills the outer bwrap; `--die-with-parent` then kills the sandbox's pid 1
 and with it the whole pid namespace. The job's cgroup is swept too and removed afterwards.
 
-Warm sandboxes (`warm=True` or GRADLAB_SANDBOX_WARM=1): after each job the backend starts
-the next sandbox right away (same chain, its own cgroup and limits, fresh namespaces and
-tmpfs), whose python imports torch and then waits in the harness for its job on stdin.
-The next job with the same limits and device is handed to it (its wall clock starts at
-the hand-over); any other job starts cold. A sandbox still serves exactly one job: warm
-means started early, never reused. The spare dies with the worker (`--die-with-parent`).
+Warm sandboxes (`warm=True`): after each job the backend starts the next sandbox right
+away (same chain, its own cgroup and limits, fresh namespaces and tmpfs), whose python
+imports torch and then waits in the harness for its job on stdin. The next job with the
+same limits and device is handed to it (its wall clock starts at the hand-over); any
+other job starts cold. A sandbox still serves exactly one job: warm means started early,
+never reused. The spare dies with the worker (`--die-with-parent`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -38,65 +46,44 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest, SandboxResult
-from grader.sandbox import cgroups
-from grader.sandbox.environment import harness_env
+from grader.protocol import InfrastructureError, Limits, SandboxRequest, SandboxResult
+from grader.sandbox import cgroups, common, publish, runtime, syscalls
+from grader.sandbox.config import DEFAULT_RUNTIME_DIR, DEFAULT_USER, PACKAGE_HARNESS
 from grader.sandbox.process import Exchange, exchange
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_RUNTIME_DIR = REPO_ROOT / ".sandbox-env"
-DEFAULT_HARNESS_DIR = REPO_ROOT / "grader" / "harness"
-DEFAULT_USER = "gradlab-sandbox"
-USER_ENV = "GRADLAB_SANDBOX_USER"
-RUNTIME_ENV = "GRADLAB_SANDBOX_RUNTIME"
-HARNESS_ENV = "GRADLAB_SANDBOX_HARNESS"
 
 # Inside the sandbox.
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
-SANDBOX_HOSTNAME = "gradlab-sandbox"
-RUNTIME_MOUNT = "/runtime"
-HARNESS_MOUNT = "/harness"
-HARNESS_COMMAND = ("python", "-I", "-B", f"{HARNESS_MOUNT}/main.py")
-SANDBOX_PATH = f"{RUNTIME_MOUNT}/bin:/usr/bin:/bin"
+SANDBOX_PATH = f"{runtime.RUNTIME_MOUNT}/bin"
+INIT_SOURCE = (Path(__file__).resolve().parent / "sandbox_init.py").read_text(encoding="utf-8")
+INIT_COMMAND = ("python", "-I", "-S", "-c", INIT_SOURCE)
 
-# Limits that grader.protocol.Limits does not carry.
-OPEN_FILES = 256
-STDERR_CAP_BYTES = 65_536
-FRAME_OVERHEAD_BYTES = 256  # "GRADLAB-RESULT <nonce> <length>\n" around the capture
-RLIMIT_ADDRESS_SPACE_HEADROOM_MB = 1024  # fallback only: torch maps more than it touches
-CPU_HARD_GRACE_S = 1  # SIGXCPU at the soft limit, SIGKILL this much later
-MIB = 1024 * 1024
-
-HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-HOST_ENV = {"PATH": HOST_PATH, "LANG": "C.UTF-8"}  # nothing of the worker's environment
-ROOT_LINKS = ("bin", "lib", "lib64")  # merged-/usr symlinks (or real folders) under /
-NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
-
-# Joins the job's cgroups (as the worker), then execs the rest of the chain.
-JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
-# Inside the sandbox: tell the worker that bwrap's setup succeeded, close that pipe, go.
-START_SCRIPT = 'fd=$1; shift; printf 1 >&"$fd" && exec {fd}>&- && exec "$@"'
-# Warm sandboxes (see BubblewrapSandbox): the same, but python imports torch first, says
-# so on the pipe and closes it, then runs the harness, which waits for its job on stdin.
-WARM_START_SCRIPT = 'fd=$1; shift; printf 1 >&"$fd" && exec "$@" "$fd"'
+# Warm sandboxes (see BubblewrapSandbox): python imports torch first, says so on the
+# marker pipe and closes it, then runs the harness, which waits for its job on stdin.
 PRELOAD_CODE = (
     "import os, runpy, sys\n"
     "import numpy, torch\n"
     "os.write(int(sys.argv[1]), b'2')\n"
     "os.close(int(sys.argv[1]))\n"
-    f"sys.argv = [{HARNESS_MOUNT + '/main.py'!r}]\n"
-    f"runpy.run_path({HARNESS_MOUNT + '/main.py'!r}, run_name='__main__')\n"
+    f"sys.argv = [{common.HARNESS_MAIN!r}]\n"
+    f"runpy.run_path({common.HARNESS_MAIN!r}, run_name='__main__')\n"
 )
-PRELOAD_COMMAND = ("python", "-I", "-B", "-c", PRELOAD_CODE)
-WARM_ENV = "GRADLAB_SANDBOX_WARM"
-READY_MARKER = b"12"  # "1" from bash (bwrap's setup worked), "2" from python (torch loaded)
+READY_MARKER = b"12"  # "1" from pid 1 (bwrap's setup worked), "2" from python (torch loaded)
+# Limits of the fallback without cgroups.
+RLIMIT_ADDRESS_SPACE_HEADROOM_MB = 1024  # torch maps more than it touches
+
+HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+HOST_ENV = {"PATH": HOST_PATH, "LANG": "C.UTF-8"}  # nothing of the worker's environment
+NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+
+# Joins the job's cgroups (as the worker), then execs the rest of the chain.
+JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 
 
 @dataclass(frozen=True)
@@ -116,17 +103,26 @@ class BubblewrapSandbox:
     def __init__(
         self,
         *,
-        runtime_dir: str | os.PathLike[str] | None = None,
-        harness_dir: str | os.PathLike[str] | None = None,
-        user: str | None = None,
+        runtime_dir: str | os.PathLike[str] = DEFAULT_RUNTIME_DIR,
+        harness_dir: str | os.PathLike[str] = PACKAGE_HARNESS,
+        publish_root: str | os.PathLike[str] | None = None,
+        user: str = DEFAULT_USER,
         bwrap: str = "bwrap",
-        warm: bool | None = None,
+        warm: bool = False,
+        cgroup_parent: str | None = None,
     ) -> None:
-        self.runtime_dir = Path(runtime_dir or os.environ.get(RUNTIME_ENV) or DEFAULT_RUNTIME_DIR)
-        self.harness_dir = Path(harness_dir or os.environ.get(HARNESS_ENV) or DEFAULT_HARNESS_DIR)
-        self.user_name = user or os.environ.get(USER_ENV) or DEFAULT_USER
+        """`runtime_dir`: the virtual environment with torch and numpy (world-readable);
+        `harness_dir`: the harness's source, published under `publish_root` (default
+        publish.DEFAULT_PUBLISH_ROOT) before each job; `user`: the host account a root
+        worker drops to; `warm`: keep a torch-loaded spare sandbox; `cgroup_parent`: the
+        cgroup below which job groups are made (default: below the worker's own)."""
+        self.runtime_dir = Path(runtime_dir)
+        self.harness_dir = Path(harness_dir)
+        self.publish_root = Path(publish_root) if publish_root else None
+        self.user_name = user
         self.bwrap = bwrap
-        self.warm = os.environ.get(WARM_ENV) == "1" if warm is None else warm
+        self.warm = warm
+        self.cgroup_parent = cgroup_parent
         self._warned: set[str] = set()
         self._reaped = False
         self._lock = threading.Lock()
@@ -165,16 +161,20 @@ class BubblewrapSandbox:
     ) -> _Started:
         group = self._open_cgroup(request.job_id if not warm else "warm", request.limits)
         marker_read, marker_write = os.pipe()
+        seccomp_fd = _seccomp_program()
         try:
-            argv = self._command(tools, request.limits, device, group, marker_write, warm=warm)
-            process, started = self._spawn(argv, marker_write)
+            argv = self._command(
+                tools, request.limits, device, group, (marker_write, seccomp_fd), warm=warm
+            )
+            process, started = self._spawn(argv, (marker_write, seccomp_fd))
         except BaseException:
             os.close(marker_read)
             if group is not None:
                 _remove_cgroup(group)
             raise
         finally:
-            os.close(marker_write)  # the chain holds its own copy
+            os.close(marker_write)  # the chain holds its own copies
+            os.close(seccomp_fd)
         return _Started(process, group, marker_read, started, request.limits, device, warm)
 
     def _exchange(self, started: _Started, request: SandboxRequest) -> Exchange:
@@ -184,8 +184,8 @@ class BubblewrapSandbox:
                 process,
                 stdin=request.stdin,
                 timeout_s=request.limits.wall_seconds,
-                stdout_cap=request.limits.result_bytes + FRAME_OVERHEAD_BYTES,
-                stderr_cap=STDERR_CAP_BYTES,
+                stdout_cap=common.stdout_cap(request.limits),
+                stderr_cap=common.STDERR_CAP_BYTES,
                 kill=lambda: _kill_tree(process, group),
                 extra_fd=started.marker_read,
                 extra_prefix=started.marker,
@@ -268,23 +268,30 @@ class BubblewrapSandbox:
     # --- building and starting the chain -------------------------------------------------
 
     def _tools(self) -> _Tools:
-        for path, what in (
-            (self.runtime_dir / "bin" / "python", "runtime python"),
-            (self.harness_dir / "main.py", "harness"),
-        ):
-            if not path.exists():
-                raise InfrastructureError(f"the sandbox {what} {path} is missing")
-        return _find_tools(self.bwrap)
+        """The host tools, the runtime's view and the harness as published now (a changed
+        harness is published anew and picked up by the next sandbox)."""
+        python = self.runtime_dir / "bin" / "python"
+        if not python.exists():
+            raise InfrastructureError(
+                f"the sandbox runtime python {python} is missing: run scripts/setup-python.sh"
+            )
+        found = _find_tools(self.bwrap)
+        view = runtime.runtime_view(self.runtime_dir)
+        harness = publish.publish(self.harness_dir, self.publish_root)
+        return _Tools(**dataclasses.asdict(found), view=view, harness=harness)
 
     def _open_cgroup(self, job_id: str, limits: Limits) -> cgroups.JobCgroup | None:
         if not self._reaped:  # groups a killed worker left behind
             self._reaped = True
             with contextlib.suppress(OSError):
-                for folder in cgroups.reap_stale():
+                for folder in cgroups.reap_stale(parent=self.cgroup_parent):
                     log.warning("removed a stale job cgroup: %s", folder)
+        job_limits = cgroups.JobLimits(
+            memory_bytes=limits.memory_mb * common.MIB, pids=limits.pids, cpus=limits.cpus
+        )
         try:
             return cgroups.open_job_cgroup(
-                cgroups.job_name(job_id), memory_bytes=limits.memory_mb * MIB, pids=limits.pids
+                cgroups.job_name(job_id), job_limits, parent=self.cgroup_parent
             )
         except cgroups.CgroupUnavailable as why:
             self._warn_once(
@@ -299,10 +306,12 @@ class BubblewrapSandbox:
         limits: Limits,
         device: str,
         group: cgroups.JobCgroup | None,
-        marker_fd: int,
+        fds: tuple[int, int],
         *,
         warm: bool = False,
     ) -> list[str]:
+        """The whole chain; `fds`: the marker pipe's write end, the seccomp program."""
+        marker_fd, seccomp_fd = fds
         argv: list[str] = []
         user = self.host_user()
         if group is not None:
@@ -313,38 +322,42 @@ class BubblewrapSandbox:
             argv += [tools.setpriv, f"--reuid={user.uid}", f"--regid={user.gid}"]
             argv += ["--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
         argv += [tools.bwrap, *self._bwrap_args(tools, limits, device)]
-        script, command = START_SCRIPT, list(HARNESS_COMMAND)
+        argv += ["--seccomp", str(seccomp_fd), "--"]
+        argv += [*INIT_COMMAND, str(marker_fd), "warm" if warm else "cold"]
         if warm:
-            script, command = WARM_START_SCRIPT, list(PRELOAD_COMMAND)
-        argv += ["--", "/bin/bash", "-c", script, "gradlab-start", str(marker_fd)]
-        return argv + command
+            return [*argv, "python", "-I", "-B", "-c", PRELOAD_CODE, str(marker_fd)]
+        return [*argv, *common.HARNESS_COMMAND]
 
     def _bwrap_args(self, tools: _Tools, limits: Limits, device: str) -> list[str]:
         args = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+        args.append("--as-pid-1")  # pid 1 is sandbox_init.py, not bwrap's own init
         if tools.disable_userns:
             args.append("--disable-userns")
         args += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
-        args += ["--hostname", SANDBOX_HOSTNAME, "--clearenv"]
+        args += ["--hostname", common.SANDBOX_HOSTNAME, "--clearenv"]
         for key, value in _sandbox_env(device).items():
             args += ["--setenv", key, value]
-        args += ["--ro-bind", "/usr", "/usr", *_root_links()]
-        args += ["--ro-bind", str(self.runtime_dir.resolve()), RUNTIME_MOUNT]
-        args += ["--ro-bind", str(self.harness_dir.resolve()), HARNESS_MOUNT]
+        args += tools.view.bwrap_args()
+        args += ["--ro-bind", str(tools.harness), common.HARNESS_MOUNT]
         if tools.tmpfs_size:
-            args += ["--size", str(limits.tmpfs_mb * MIB)]
+            args += ["--size", str(limits.tmpfs_mb * common.MIB)]
         if tools.perms:
             args += ["--perms", "1777"]
-        args += ["--tmpfs", "/tmp"]
+        args += ["--tmpfs", common.SANDBOX_WORKDIR]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if device == "cuda":
             for node in _nvidia_nodes():
                 args += ["--dev-bind", node, node]
+            for library in runtime.nvidia_libraries(tools.view):
+                args += library.bwrap_args()
         # The root and /dev (with its /dev/shm) are tmpfs bwrap made for us: read-only, so
         # the size-capped /tmp is the only writable place.
         args += ["--remount-ro", "/dev", "--remount-ro", "/"]
-        return [*args, "--chdir", "/tmp"]
+        return [*args, "--chdir", common.SANDBOX_WORKDIR]
 
-    def _spawn(self, argv: list[str], marker_fd: int) -> tuple[subprocess.Popen[bytes], float]:
+    def _spawn(
+        self, argv: list[str], fds: tuple[int, ...]
+    ) -> tuple[subprocess.Popen[bytes], float]:
         started = time.monotonic()
         try:
             process = subprocess.Popen(
@@ -352,7 +365,7 @@ class BubblewrapSandbox:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(marker_fd,),
+                pass_fds=fds,
                 start_new_session=True,
                 env=HOST_ENV,
                 cwd="/",
@@ -376,15 +389,20 @@ class BubblewrapSandbox:
             raise InfrastructureError("the sandbox did not exit after being killed")
         if stderr:
             log.debug("sandbox stderr: %s", stderr[-2000:])
-        status, message = _classify(outcome, limits, oom)
+        ending = common.Ending(
+            exit_code=outcome.returncode,
+            timed_out=outcome.timed_out,
+            stdout_exceeded=outcome.stdout_exceeded,
+            oom_killed=oom,
+        )
+        status, message = common.classify(ending, limits)
         if device_note:
             log.warning("%s", device_note)
             message = f"{message} ({device_note})" if message else device_note
-        killed = outcome.timed_out or outcome.stdout_exceeded
         return SandboxResult(
             status=status,
             stdout=outcome.stdout,
-            exit_code=None if killed else outcome.returncode,
+            exit_code=None if ending.killed else outcome.returncode,
             duration_s=outcome.duration_s,
             message=message,
         )
@@ -439,7 +457,7 @@ def _discard_spare(state: dict[str, object]) -> None:
 
 
 @dataclass(frozen=True)
-class _Tools:
+class _HostTools:
     bwrap: str
     setpriv: str
     prlimit: str
@@ -448,8 +466,29 @@ class _Tools:
     perms: bool
 
 
+@dataclass(frozen=True)
+class _Tools(_HostTools):
+    """The host's tools, what the sandbox sees of the runtime, the published harness."""
+
+    view: runtime.RuntimeView
+    harness: Path
+
+
+def _seccomp_program() -> int:
+    """A descriptor of the compiled filter, at offset 0, for bwrap's --seccomp."""
+    program = syscalls.compile_bpf()
+    fd = os.memfd_create("gradlab-seccomp")
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 @functools.lru_cache(maxsize=8)
-def _find_tools(bwrap: str) -> _Tools:
+def _find_tools(bwrap: str) -> _HostTools:
     found = {}
     for name in (bwrap, "setpriv", "prlimit"):
         path = shutil.which(name, path=HOST_PATH)
@@ -467,7 +506,7 @@ def _find_tools(bwrap: str) -> _Tools:
         raise InfrastructureError(f"cannot run {found[bwrap]}: {error}") from error
     if "--size" not in usage:
         log.warning("bwrap lacks --size (bubblewrap < 0.7): /tmp is capped by memory only")
-    return _Tools(
+    return _HostTools(
         bwrap=found[bwrap],
         setpriv=found["setpriv"],
         prlimit=found["prlimit"],
@@ -480,13 +519,13 @@ def _find_tools(bwrap: str) -> _Tools:
 def _rlimits(limits: Limits, user: HostUser | None, *, fallback: bool) -> list[str]:
     cpu = int(limits.cpu_seconds)
     args = [
-        f"--cpu={cpu}:{cpu + CPU_HARD_GRACE_S}",
-        f"--fsize={limits.file_size_mb * MIB}",
-        f"--nofile={OPEN_FILES}",
+        f"--cpu={cpu}:{cpu + common.CPU_HARD_GRACE_S}",
+        f"--fsize={limits.file_size_mb * common.MIB}",
+        f"--nofile={limits.open_files}",
         "--core=0",
     ]
     if fallback:
-        address_space = (limits.memory_mb + RLIMIT_ADDRESS_SPACE_HEADROOM_MB) * MIB
+        address_space = (limits.memory_mb + RLIMIT_ADDRESS_SPACE_HEADROOM_MB) * common.MIB
         uid = user.uid if user is not None else os.getuid()
         args += [f"--as={address_space}", f"--nproc={_process_count(uid) + limits.pids}"]
     return args
@@ -503,16 +542,7 @@ def _process_count(uid: int) -> int:
 
 
 def _sandbox_env(device: str) -> dict[str, str]:
-    return {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", **harness_env(device)}
-
-
-def _root_links() -> Iterator[str]:
-    for name in ROOT_LINKS:
-        host = Path("/") / name
-        if host.is_symlink():
-            yield from ("--symlink", os.readlink(host), f"/{name}")
-        elif host.is_dir():
-            yield from ("--ro-bind", str(host), f"/{name}")
+    return {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", **common.harness_env(device)}
 
 
 def _nvidia_nodes() -> list[str]:
@@ -536,32 +566,3 @@ def _remove_cgroup(group: cgroups.JobCgroup) -> None:
         group.remove()
     except OSError as error:
         log.error("cannot remove a job's cgroup: %s", error)
-
-
-def _classify(outcome: Exchange, limits: Limits, oom: bool) -> tuple[RunStatus, str]:
-    code = outcome.returncode
-    if outcome.stdout_exceeded:
-        return RunStatus.OUTPUT_LIMIT, f"output limit of {limits.result_bytes} bytes exceeded"
-    if outcome.timed_out:
-        return RunStatus.TIMEOUT, f"time limit of {limits.wall_seconds:g} s exceeded"
-    if oom:
-        return RunStatus.MEMORY, f"memory limit of {limits.memory_mb} MB exceeded"
-    if code is not None and _signal_of(code) == signal.SIGXCPU:
-        return RunStatus.TIMEOUT, f"CPU time limit of {limits.cpu_seconds} s exceeded"
-    if code == 0:
-        return RunStatus.OK, ""
-    sig = _signal_of(code) if code is not None else None
-    if sig is not None:
-        return RunStatus.CRASHED, f"the sandboxed program was killed by {sig.name}"
-    return RunStatus.CRASHED, f"the sandboxed program exited with status {code}"
-
-
-def _signal_of(code: int) -> signal.Signals | None:
-    """bwrap reports a child killed by signal N as exit status 128 + N."""
-    number = -code if code < 0 else code - 128 if code > 128 else None
-    if number is None:
-        return None
-    try:
-        return signal.Signals(number)
-    except ValueError:
-        return None

@@ -1,11 +1,13 @@
-"""Per-job control groups: the memory (swap included) and process limits of one sandbox run,
-its out-of-memory counter, and a way to kill everything that runs in it.
+"""Per-job control groups: the memory (swap included), process and CPU limits of one
+sandbox run, its out-of-memory counter, and a way to kill everything that runs in it.
 
-Supports cgroup v1 (separate `memory` and `pids` hierarchies, as on this project's hosts)
-and cgroup v2 (one unified hierarchy). The job's group is created below the worker's own
-group (so the worker's limits still bound it), in a `gradlab` subfolder, or below
-`GRADLAB_CGROUP_PARENT` when set. When neither works, `open_job_cgroup` raises
-`CgroupUnavailable` with the reason and the caller falls back to rlimits.
+Supports cgroup v1 (separate `memory`, `pids` and `cpu` hierarchies, as on this project's
+hosts) and cgroup v2 (one unified hierarchy). The job's group is created below the
+worker's own group (so the worker's limits still bound it), in a `gradlab` subfolder, or
+below the `parent` the caller names (GRADLAB_CGROUP_PARENT in the settings). When neither
+works, `open_job_cgroup` raises `CgroupUnavailable` with the reason and the caller falls
+back to rlimits. The CPU quota (CFS bandwidth: `quota` microseconds of CPU per `period`)
+is set wherever the cpu controller is available; without it the job runs unthrottled.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pathlib import Path
 from typing import Protocol
 
 GROUP_FOLDER = "gradlab"
-PARENT_ENV = "GRADLAB_CGROUP_PARENT"
+CPU_PERIOD_US = 100_000
+V1_CONTROLLERS = ("memory", "pids", "cpu")  # memory and pids required, cpu when mounted
 KILL_ROUNDS = 200
 KILL_PAUSE_S = 0.005
 REMOVE_ROUNDS = 100
@@ -49,6 +52,11 @@ class JobCgroup(Protocol):
         """True when the kernel killed a process of this job for exceeding its memory."""
         ...
 
+    def cpu_quota(self) -> tuple[int, int] | None:
+        """(quota, period) in microseconds as the kernel holds them (quota -1: none), or
+        None where no cpu controller is available."""
+        ...
+
     def kill_all(self) -> bool:
         """SIGKILL every process in the job until none is left; False if some survive."""
         ...
@@ -70,23 +78,37 @@ def job_name(job_id: str) -> str:
     return f"{safe}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
-def open_job_cgroup(name: str, *, memory_bytes: int, pids: int) -> JobCgroup:
-    """Create the job's group(s) with their limits set. Raises CgroupUnavailable."""
+@dataclass(frozen=True)
+class JobLimits:
+    """What one job's group enforces."""
+
+    memory_bytes: int
+    pids: int
+    cpus: float  # CPU quota in CPUs (1.0: one CPU's worth of time per period)
+
+    @property
+    def cpu_quota_us(self) -> int:
+        return max(int(self.cpus * CPU_PERIOD_US), 1000)
+
+
+def open_job_cgroup(name: str, limits: JobLimits, *, parent: str | None = None) -> JobCgroup:
+    """Create the job's group(s) with their limits set, below `parent` (a path in the
+    hierarchy) when given. Raises CgroupUnavailable."""
     mounts = list(_cgroup_mounts())
     v1 = {c: m for m in mounts if m.version == "v1" for c in m.controllers}
     if "memory" in v1 and "pids" in v1:
-        return _V1Group.create(name, v1["memory"], v1["pids"], memory_bytes, pids)
+        return _V1Group.create(name, v1, limits, parent)
     unified = [m for m in mounts if m.version == "v2"]
     if unified:
-        return _V2Group.create(name, unified[0], memory_bytes, pids)
+        return _V2Group.create(name, unified[0], limits, parent)
     raise CgroupUnavailable("no cgroup v1 memory+pids hierarchy nor cgroup v2 is mounted")
 
 
-def reap_stale() -> list[Path]:
+def reap_stale(*, parent: str | None = None) -> list[Path]:
     """Kill and remove job groups whose worker is gone (killed mid-job): the folder name
     carries the worker's pid (see job_name). Returns what was removed."""
     removed = []
-    for base in _job_bases():
+    for base in _job_bases(parent):
         for folder in sorted(base.iterdir()) if base.is_dir() else ():
             if folder.is_dir() and not _worker_alive(folder.name):
                 _kill_until_empty([folder / "cgroup.procs"])
@@ -96,12 +118,12 @@ def reap_stale() -> list[Path]:
     return removed
 
 
-def _job_bases() -> list[Path]:
+def _job_bases(parent: str | None) -> list[Path]:
     mounts = list(_cgroup_mounts())
     v1 = {c: m for m in mounts if m.version == "v1" for c in m.controllers}
     if "memory" in v1 and "pids" in v1:
-        return [_base_dir(v1["memory"], "memory"), _base_dir(v1["pids"], "pids")]
-    return [_base_dir(m, None) for m in mounts if m.version == "v2"][:1]
+        return [_base_dir(v1[c], c, parent) for c in V1_CONTROLLERS if c in v1]
+    return [_base_dir(m, None, parent) for m in mounts if m.version == "v2"][:1]
 
 
 def _worker_alive(name: str) -> bool:
@@ -129,7 +151,7 @@ def _cgroup_mounts() -> Iterator[Mount]:
                 continue
             fstype, options = extra[0], set(extra[2].split(","))
             if fstype == "cgroup":
-                controllers = frozenset(options & {"memory", "pids"})
+                controllers = frozenset(options & set(V1_CONTROLLERS))
                 if controllers:
                     yield Mount("v1", controllers, fields[3], Path(_unescape(fields[4])))
             elif fstype == "cgroup2":
@@ -150,11 +172,10 @@ def _own_path(controller: str | None) -> str:
     return "/"
 
 
-def _base_dir(mount: Mount, controller: str | None) -> Path:
-    """Where the job groups go: GRADLAB_CGROUP_PARENT, else below our own group."""
-    override = os.environ.get(PARENT_ENV)
-    if override:
-        return Path(override) if mount.version == "v2" else mount.mountpoint / override.lstrip("/")
+def _base_dir(mount: Mount, controller: str | None, parent: str | None) -> Path:
+    """Where the job groups go: below `parent`, else below our own group."""
+    if parent:
+        return Path(parent) if mount.version == "v2" else mount.mountpoint / parent.lstrip("/")
     own = _own_path(controller)
     relative = os.path.relpath(own, mount.root) if own.startswith(mount.root) else "."
     own_dir = (mount.mountpoint / relative).resolve()
@@ -202,50 +223,67 @@ def _rmdir_retrying(path: Path) -> None:
 
 @dataclass(frozen=True)
 class _V1Group:
-    memory_dir: Path
-    pids_dir: Path
+    """One folder per controller hierarchy: memory, pids and (when mounted) cpu."""
+
+    folders: dict[str, Path]
     version: str = "v1"
 
     @classmethod
     def create(
-        cls, name: str, memory: Mount, pids_mount: Mount, memory_bytes: int, pids: int
+        cls, name: str, mounts: dict[str, Mount], limits: JobLimits, parent: str | None
     ) -> _V1Group:
-        memory_dir = _base_dir(memory, "memory") / name
-        pids_dir = _base_dir(pids_mount, "pids") / name
+        folders = {c: _base_dir(mounts[c], c, parent) / name for c in V1_CONTROLLERS if c in mounts}
+        group = cls({})
         try:
-            memory_dir.mkdir(parents=True)
-        except OSError as error:
-            raise CgroupUnavailable(f"cannot create {memory_dir}: {error}") from error
-        group = cls(memory_dir, pids_dir)
-        try:
-            pids_dir.mkdir(parents=True)
-            _write(memory_dir / "memory.limit_in_bytes", str(memory_bytes))
-            swap = memory_dir / "memory.memsw.limit_in_bytes"
-            if swap.exists():  # memory + swap == memory: no swap at all
-                _write(swap, str(memory_bytes))
-            else:
-                _write(memory_dir / "memory.swappiness", "0")
-            _write(pids_dir / "pids.max", str(pids))
+            for controller, folder in folders.items():
+                folder.mkdir(parents=True)
+                group.folders[controller] = folder
         except OSError as error:
             group.remove()
-            raise CgroupUnavailable(f"cannot set limits in {memory_dir}: {error}") from error
+            raise CgroupUnavailable(f"cannot create {folder}: {error}") from error
+        try:
+            group._set(limits)
+        except OSError as error:
+            group.remove()
+            raise CgroupUnavailable(f"cannot set limits in {folders['memory']}: {error}") from error
         return group
 
+    def _set(self, limits: JobLimits) -> None:
+        memory = self.folders["memory"]
+        _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes))
+        swap = memory / "memory.memsw.limit_in_bytes"
+        if swap.exists():  # memory + swap == memory: no swap at all
+            _write(swap, str(limits.memory_bytes))
+        else:
+            _write(memory / "memory.swappiness", "0")
+        _write(self.folders["pids"] / "pids.max", str(limits.pids))
+        cpu = self.folders.get("cpu")
+        if cpu is not None:
+            _write(cpu / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+            _write(cpu / "cpu.cfs_quota_us", str(limits.cpu_quota_us))
+
     def join_files(self) -> tuple[Path, ...]:
-        return (self.memory_dir / "cgroup.procs", self.pids_dir / "cgroup.procs")
+        return tuple(folder / "cgroup.procs" for folder in self.folders.values())
 
     def pids(self) -> set[int]:
         return set().union(*(_read_pids(f) for f in self.join_files()))
 
     def oom_killed(self) -> bool:
-        return _counter(self.memory_dir / "memory.oom_control", "oom_kill") > 0
+        return _counter(self.folders["memory"] / "memory.oom_control", "oom_kill") > 0
+
+    def cpu_quota(self) -> tuple[int, int] | None:
+        cpu = self.folders.get("cpu")
+        if cpu is None:
+            return None
+        quota = int((cpu / "cpu.cfs_quota_us").read_text())
+        return quota, int((cpu / "cpu.cfs_period_us").read_text())
 
     def kill_all(self) -> bool:
         return _kill_until_empty(self.join_files())
 
     def remove(self) -> None:
         self.kill_all()
-        for folder in (self.memory_dir, self.pids_dir):
+        for folder in self.folders.values():
             _rmdir_retrying(folder)
 
 
@@ -258,8 +296,8 @@ class _V2Group:
     version: str = "v2"
 
     @classmethod
-    def create(cls, name: str, mount: Mount, memory_bytes: int, pids: int) -> _V2Group:
-        base = _base_dir(mount, None)
+    def create(cls, name: str, mount: Mount, limits: JobLimits, parent: str | None) -> _V2Group:
+        base = _base_dir(mount, None, parent)
         try:
             base.mkdir(exist_ok=True)
             _enable_controllers(base.parent if base.name == GROUP_FOLDER else base)
@@ -268,14 +306,16 @@ class _V2Group:
         except OSError as error:
             raise CgroupUnavailable(
                 f"cgroup v2: cannot delegate memory and pids below {base} ({error}); "
-                f"set {PARENT_ENV} to a delegated, process-free group"
+                "set GRADLAB_CGROUP_PARENT to a delegated, process-free group"
             ) from error
         group = cls(base / name)
         try:
-            _write(group.folder / "memory.max", str(memory_bytes))
+            _write(group.folder / "memory.max", str(limits.memory_bytes))
             if (group.folder / "memory.swap.max").exists():
                 _write(group.folder / "memory.swap.max", "0")
-            _write(group.folder / "pids.max", str(pids))
+            _write(group.folder / "pids.max", str(limits.pids))
+            if (group.folder / "cpu.max").exists():
+                _write(group.folder / "cpu.max", f"{limits.cpu_quota_us} {CPU_PERIOD_US}")
         except OSError as error:
             group.remove()
             raise CgroupUnavailable(f"cannot set limits in {group.folder}: {error}") from error
@@ -290,6 +330,13 @@ class _V2Group:
     def oom_killed(self) -> bool:
         return _counter(self.folder / "memory.events", "oom_kill") > 0
 
+    def cpu_quota(self) -> tuple[int, int] | None:
+        try:
+            quota, period = (self.folder / "cpu.max").read_text().split()
+        except FileNotFoundError:
+            return None
+        return (-1 if quota == "max" else int(quota)), int(period)
+
     def kill_all(self) -> bool:
         kill = self.folder / "cgroup.kill"
         if kill.exists():
@@ -303,8 +350,12 @@ class _V2Group:
 
 
 def _enable_controllers(folder: Path) -> None:
+    """Delegate memory and pids (required) and cpu (when the kernel offers it) below
+    `folder`."""
     enabled = (folder / "cgroup.subtree_control").read_text().split()
-    missing = [c for c in ("memory", "pids") if c not in enabled]
+    available = (folder / "cgroup.controllers").read_text().split()
+    wanted = ["memory", "pids", *(["cpu"] if "cpu" in available else [])]
+    missing = [c for c in wanted if c not in enabled]
     if missing:
         _write(folder / "cgroup.subtree_control", " ".join(f"+{c}" for c in missing))
 

@@ -5,9 +5,10 @@ One job:
 
     create   every limit explicit (no network, read-only root, size-capped /tmp tmpfs,
              memory == memory+swap, pids, CPU quota, rlimits, no capabilities, no new
-             privileges, non-root user, minimal environment, capped logs, labels naming
-             the job and its deadline); a GPU device request only for "cuda" jobs on a
-             backend made for the GPU queue
+             privileges, gradlab's seccomp profile (syscalls.py: Docker's default plus
+             the extra denials), non-root user, minimal environment, capped logs, labels
+             naming the job and its deadline); a GPU device request only for "cuda" jobs
+             on a backend made for the GPU queue
     attach   stdin + stdout + stderr on one hijacked connection, before start
     start    write the job, half-close the socket (the container's stdin gets EOF:
              stdin_once), read the multiplexed output under a cap and a wall-clock deadline
@@ -24,9 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
-import signal
 import socket
 import struct
 import sys
@@ -36,19 +35,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest, SandboxResult
-from grader.sandbox.environment import harness_env
+from grader.protocol import InfrastructureError, Limits, SandboxRequest, SandboxResult
+from grader.sandbox import common, syscalls
+from grader.sandbox.config import DEFAULT_IMAGE
 
 log = logging.getLogger(__name__)
 
-IMAGE_ENV = "GRADLAB_SANDBOX_IMAGE"
-DEVICE_ENV = "GRADLAB_DEVICE"
-DEFAULT_IMAGE = "gradlab-sandbox:latest"
-
-HARNESS_COMMAND = ("python", "-I", "-B", "/harness/main.py")
 SANDBOX_USER = "10001:10001"  # a bare uid:gid (the image has no accounts at all)
-SANDBOX_HOSTNAME = "gradlab-sandbox"
-SANDBOX_WORKDIR = "/tmp"
 
 # Labels: what the janitor and the configuration test look for.
 LABEL_ROLE = "org.gradlab.role"
@@ -57,12 +50,7 @@ LABEL_JOB = "org.gradlab.job"
 LABEL_DEADLINE = "org.gradlab.deadline"  # unix time after which the container is garbage
 IMAGE_LABEL_TORCH = "org.gradlab.torch"
 
-# Limits that grader.protocol.Limits does not carry.
-CPUS = 1.0  # CPU quota per sandbox, in CPUs
-OPEN_FILES = 256
-CPU_HARD_GRACE_S = 1  # SIGXCPU at the soft RLIMIT_CPU, SIGKILL this much later
-FRAME_OVERHEAD_BYTES = 256  # "GRADLAB-RESULT <nonce> <length>\n" around the capture
-STDERR_CAP_BYTES = 65_536
+# How a container is run beyond grader.protocol.Limits and grader.sandbox.common.
 LOG_MAX_SIZE = "1m"  # the engine's own copy of the output (json-file), capped
 LOG_MAX_FILES = "1"
 SHM_MB = 16
@@ -72,7 +60,6 @@ ENGINE_TIMEOUT_S = 60  # one Engine API call
 KILL_WAIT_S = 10.0  # how long to wait for a killed container to stop
 JANITOR_EVERY_S = 60.0  # opportunistic janitor runs per backend, at most this often
 READ_CHUNK = 65_536
-MIB = 1024 * 1024
 
 _HEADER = struct.Struct(">BxxxL")  # docker's multiplexed stream: stream id, 3 pad, length
 _STDOUT, _STDERR = 1, 2
@@ -89,20 +76,13 @@ class _Output:
     stdout_exceeded: bool
 
 
-@dataclass(frozen=True)
-class _Ended:
-    """The container's final state, read before it is removed."""
-
-    exit_code: int | None
-    oom_killed: bool
-
-
 class DockerSandbox:
     """Runs each job in a fresh Docker container. See the module docstring.
 
     `gpu`: this backend serves the GPU queue; "cuda" jobs then get the GPU through a
-    device request. Default: the worker's GRADLAB_DEVICE == "cuda". Other backends run
-    "cuda" jobs on the CPU (FORMAT.md: cuda exercises also run on CPU workers).
+    device request. Other backends run "cuda" jobs on the CPU (FORMAT.md: cuda exercises
+    also run on CPU workers). `base_url`: the Engine (default: Docker's own DOCKER_HOST
+    or its socket).
     """
 
     name = "docker"
@@ -110,15 +90,13 @@ class DockerSandbox:
     def __init__(
         self,
         *,
-        image: str | None = None,
-        gpu: bool | None = None,
+        image: str = DEFAULT_IMAGE,
+        gpu: bool = False,
         base_url: str | None = None,
-        cpus: float = CPUS,
         client: Any = None,
     ) -> None:
-        self.image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
-        self.gpu = os.environ.get(DEVICE_ENV) == "cuda" if gpu is None else gpu
-        self.cpus = cpus
+        self.image = image
+        self.gpu = gpu
         self._base_url = base_url
         self._client = client
         self._last_janitor = 0.0
@@ -139,17 +117,16 @@ class DockerSandbox:
         container = self._create(image.id, request, device)
         try:
             output, duration = self._exchange(container, request)
-            ended = self._end(container, killed=output.timed_out or output.stdout_exceeded)
+            ended = self._end(container, output)
         finally:
             _remove(container)
         if output.stderr:
             log.debug("sandbox %s stderr: %s", request.job_id, output.stderr[-2000:])
-        status, message = _classify(output, ended, request.limits)
-        killed = output.timed_out or output.stdout_exceeded
+        status, message = common.classify(ended, request.limits)
         return SandboxResult(
             status=status,
             stdout=output.stdout,
-            exit_code=None if killed else ended.exit_code,
+            exit_code=None if ended.killed else ended.exit_code,
             duration_s=duration,
             message=message,
         )
@@ -187,10 +164,10 @@ class DockerSandbox:
         deadline = time.time() + limits.wall_seconds + DEADLINE_GRACE_S
         return {
             "image": image_id,
-            "command": list(HARNESS_COMMAND),
+            "command": list(common.HARNESS_COMMAND),
             "user": SANDBOX_USER,
-            "working_dir": SANDBOX_WORKDIR,
-            "hostname": SANDBOX_HOSTNAME,
+            "working_dir": common.SANDBOX_WORKDIR,
+            "hostname": common.SANDBOX_HOSTNAME,
             "environment": _sandbox_env(device),
             "stdin_open": True,
             "detach": False,  # with stdin_open: StdinOnce, EOF on attach closes its stdin
@@ -213,17 +190,19 @@ class DockerSandbox:
         options: dict[str, Any] = {
             "network_mode": "none",
             "read_only": True,
-            "tmpfs": {SANDBOX_WORKDIR: f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"},
+            "tmpfs": {
+                common.SANDBOX_WORKDIR: f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"
+            },
             "shm_size": f"{SHM_MB}m",
             "ipc_mode": "private",
             "mem_limit": memory,
             "memswap_limit": memory,  # equal: no swap
             "oom_score_adj": OOM_SCORE_ADJ,
             "pids_limit": limits.pids,
-            "nano_cpus": int(self.cpus * 1e9),
+            "nano_cpus": int(limits.cpus * 1e9),
             "ulimits": _ulimits(limits),
             "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
+            "security_opt": ["no-new-privileges", f"seccomp={syscalls.profile_json()}"],
             "privileged": False,
             "init": False,
             "auto_remove": False,  # removal waits until the OOM flag has been read
@@ -265,7 +244,7 @@ class DockerSandbox:
             output = _collect(
                 sock,
                 deadline=started + limits.wall_seconds,
-                stdout_cap=limits.result_bytes + FRAME_OVERHEAD_BYTES,
+                stdout_cap=common.stdout_cap(limits),
             )
             if output.timed_out or output.stdout_exceeded:
                 _kill(container)
@@ -276,7 +255,8 @@ class DockerSandbox:
             with contextlib.suppress(Exception):
                 stream.close()
 
-    def _end(self, container: Any, *, killed: bool) -> _Ended:
+    def _end(self, container: Any, output: _Output) -> common.Ending:
+        killed = output.timed_out or output.stdout_exceeded
         try:
             container.wait(timeout=KILL_WAIT_S if killed else ENGINE_TIMEOUT_S)
             container.reload()
@@ -286,7 +266,12 @@ class DockerSandbox:
         state = container.attrs.get("State", {})
         if state.get("Running"):
             raise InfrastructureError("the sandbox container is still running after its end")
-        return _Ended(exit_code=state.get("ExitCode"), oom_killed=bool(state.get("OOMKilled")))
+        return common.Ending(
+            exit_code=state.get("ExitCode"),
+            timed_out=output.timed_out,
+            stdout_exceeded=output.stdout_exceeded,
+            oom_killed=bool(state.get("OOMKilled")),
+        )
 
     # --- janitor -------------------------------------------------------------------------
 
@@ -371,18 +356,19 @@ def _connect(base_url: str | None) -> Any:
 
 def _sandbox_env(device: str) -> dict[str, str]:
     """The whole environment of the harness beyond the image's (PATH, LANG)."""
-    return harness_env(device, workdir=SANDBOX_WORKDIR)
+    return common.harness_env(device)
 
 
 def _ulimits(limits: Limits) -> list[Any]:
     import docker.types
 
     cpu = int(limits.cpu_seconds)
-    size = limits.file_size_mb * MIB
+    size = limits.file_size_mb * common.MIB
+    files = limits.open_files
     return [
-        docker.types.Ulimit(name="cpu", soft=cpu, hard=cpu + CPU_HARD_GRACE_S),
+        docker.types.Ulimit(name="cpu", soft=cpu, hard=cpu + common.CPU_HARD_GRACE_S),
         docker.types.Ulimit(name="fsize", soft=size, hard=size),
-        docker.types.Ulimit(name="nofile", soft=OPEN_FILES, hard=OPEN_FILES),
+        docker.types.Ulimit(name="nofile", soft=files, hard=files),
         docker.types.Ulimit(name="core", soft=0, hard=0),
     ]
 
@@ -419,7 +405,7 @@ def _collect(sock: socket.socket, *, deadline: float, stdout_cap: int) -> _Outpu
         if len(out) > stdout_cap:
             exceeded = True
             return _Output(bytes(out[:stdout_cap]), bytes(err), False, exceeded)
-        del err[STDERR_CAP_BYTES:]
+        del err[common.STDERR_CAP_BYTES :]
 
 
 def _demux(pending: bytes, out: bytearray, err: bytearray) -> bytes:
@@ -448,25 +434,6 @@ def _remove(container: Any) -> None:
         pass
     except _engine_errors() as error:
         log.error("cannot remove sandbox container %s (the janitor will): %s", container.id, error)
-
-
-def _classify(output: _Output, ended: _Ended, limits: Limits) -> tuple[RunStatus, str]:
-    if output.stdout_exceeded:
-        return RunStatus.OUTPUT_LIMIT, f"output limit of {limits.result_bytes} bytes exceeded"
-    if output.timed_out:
-        return RunStatus.TIMEOUT, f"time limit of {limits.wall_seconds:g} s exceeded"
-    if ended.oom_killed:
-        return RunStatus.MEMORY, f"memory limit of {limits.memory_mb} MB exceeded"
-    code = ended.exit_code
-    if code == 128 + signal.SIGXCPU:
-        return RunStatus.TIMEOUT, f"CPU time limit of {limits.cpu_seconds} s exceeded"
-    if code == 0:
-        return RunStatus.OK, ""
-    if code is not None and code > 128:
-        with contextlib.suppress(ValueError):
-            name = signal.Signals(code - 128).name
-            return RunStatus.CRASHED, f"the sandboxed program was killed by {name}"
-    return RunStatus.CRASHED, f"the sandboxed program exited with status {code}"
 
 
 def main(argv: list[str]) -> int:

@@ -4,38 +4,43 @@ the configured sandbox backend and reference cache. Plain data in, a Report out.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 
 from grader.protocol import ExerciseError, Report
 from grader.spec import Package, PackageError
 
 
-@functools.cache
-def sandbox_options() -> dict[str, Any]:
-    raw = settings.GRADLAB_SANDBOX_OPTIONS
-    if not raw:
-        return {}
-    try:
-        options = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise ImproperlyConfigured(f"GRADLAB_SANDBOX_OPTIONS is not JSON: {error}") from None
-    if not isinstance(options, dict):
-        raise ImproperlyConfigured("GRADLAB_SANDBOX_OPTIONS must be a JSON object")
-    return options
+def sandbox_config() -> Any:
+    """The sandbox backend's configuration, from the GRADLAB_SANDBOX* settings only."""
+    from pathlib import Path
+
+    from grader.sandbox.config import PACKAGE_HARNESS, SandboxConfig
+
+    return SandboxConfig(
+        backend=settings.GRADLAB_SANDBOX,
+        runtime_dir=Path(settings.GRADLAB_SANDBOX_RUNTIME),
+        harness_dir=Path(settings.GRADLAB_SANDBOX_HARNESS or PACKAGE_HARNESS),
+        publish_root=Path(settings.GRADLAB_SANDBOX_PUBLISH_DIR)
+        if settings.GRADLAB_SANDBOX_PUBLISH_DIR
+        else None,
+        user=settings.GRADLAB_SANDBOX_USER,
+        warm=settings.GRADLAB_SANDBOX_WARM,
+        cgroup_parent=settings.GRADLAB_CGROUP_PARENT or None,
+        image=settings.GRADLAB_SANDBOX_IMAGE,
+        gpu=settings.GRADLAB_DEVICE == "cuda",
+    )
 
 
 @functools.cache
 def sandbox() -> Any:
     """One backend per process (a backend may keep warm, torch-preloaded helpers).
     A failure (e.g. a missing runtime) raises InfrastructureError and is not cached."""
-    from grader.sandbox import get_backend
+    from grader.sandbox import build_backend
 
-    return get_backend(settings.GRADLAB_SANDBOX, **sandbox_options())
+    return build_backend(sandbox_config())
 
 
 @functools.cache

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from typing import Any
@@ -123,7 +122,7 @@ def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(
     from submissions.models import CheckResult
 
     worker = start_worker(
-        GRADLAB_SANDBOX_OPTIONS=json.dumps({"runtime_dir": "/nonexistent/sandbox-runtime"}),
+        GRADLAB_SANDBOX_RUNTIME="/nonexistent/sandbox-runtime",
         GRADLAB_MAX_ATTEMPTS="3",
     )
     settings.GRADLAB_RATE_LIMIT_COUNT = 1

@@ -48,11 +48,12 @@ def job_prefix() -> str:
     return f"test-{secrets.token_hex(6)}"
 
 
-def job_leftovers(prefix: str) -> list[str]:
+def job_leftovers(prefix: str, *, docker: bool = False) -> list[str]:
     """What still exists of the jobs named `prefix...`: their cgroups (the bubblewrap
     backend names them after the job id; a process cannot leave its cgroup unprivileged,
     and a cgroup can only be removed once empty), any live process in them, and Docker
-    containers labelled with such a job. Zombies (dead, awaiting the host init) don't count."""
+    containers labelled with such a job (when `docker`). Zombies (dead, awaiting the host
+    init) don't count."""
     found = [f"cgroup {c}" for c in gradlab_cgroups() if c.name.startswith(prefix)]
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -66,7 +67,8 @@ def job_leftovers(prefix: str) -> list[str]:
             continue
         if state != "Z":
             found.append(f"process {entry.name} ({state}) {command.decode(errors='replace')}")
-    found += [f"container of job {job}" for job in docker_jobs() if job.startswith(prefix)]
+    if docker:
+        found += [f"container of job {job}" for job in docker_jobs() if job.startswith(prefix)]
     return found
 
 
@@ -85,11 +87,11 @@ def docker_jobs() -> list[str]:
     return listed.stdout.split() if listed.returncode == 0 else []
 
 
-def assert_no_leftovers(prefix: str) -> None:
+def assert_no_leftovers(prefix: str, *, docker: bool = False) -> None:
     """Nothing of the jobs named `prefix...` survives them (a short grace period lets an
-    asynchronous backend finish removing a container)."""
+    asynchronous backend finish removing a container; `docker`: look for containers too)."""
     deadline = time.monotonic() + LEFTOVER_GRACE_S
-    while (left := job_leftovers(prefix)) and time.monotonic() < deadline:
+    while (left := job_leftovers(prefix, docker=docker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, f"left behind by jobs {prefix}-*: {left}"
 

@@ -11,6 +11,7 @@ import json
 import os
 import pwd
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,11 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import ROOT, RawRun, assert_no_leftovers, job_prefix, raw_job
+from sandbox_helpers import RAW_HARNESS, ROOT, RawRun, assert_no_leftovers, job_prefix, raw_job
 
 from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest
 from grader.sandbox import get_backend
 from grader.sandbox.bubblewrap import BubblewrapSandbox
+from grader.sandbox.config import DEFAULT_RUNTIME_DIR
 
 pytestmark = pytest.mark.sandbox
 
@@ -59,12 +61,26 @@ def test_code_runs_as_an_unprivileged_user_without_capabilities(run_raw: RawRun)
 def test_the_host_sees_the_sandboxed_code_as_an_unprivileged_user(run_raw: RawRun) -> None:
     duration = f"3.{secrets.randbelow(10**6):06d}"  # a command line no one else runs
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        job = pool.submit(run_raw, f"import subprocess\nsubprocess.run(['sleep', '{duration}'])")
-        uids = _host_uids_of(f"sleep\0{duration}\0".encode(), until=job)
+        job = pool.submit(run_raw, _sleeper(duration))
+        uids = _host_uids_of(_sleeper_cmdline(duration), until=job)
         assert job.result().status is RunStatus.OK
     assert uids, "the sandboxed sleep was never seen on the host"
     expected = pwd.getpwnam("gradlab-sandbox").pw_uid if os.geteuid() == 0 else os.getuid()
     assert uids == {expected} and 0 not in uids
+
+
+def _sleeper(seconds: str) -> str:
+    """Job code that runs a child process sleeping `seconds` (the sandbox has no sleep(1):
+    only python)."""
+    return f"import subprocess, sys\nsubprocess.run({_sleeper_argv(seconds)!r})"
+
+
+def _sleeper_argv(seconds: str) -> list[str]:
+    return ["/runtime/bin/python", "-c", f"import time; time.sleep({seconds})"]
+
+
+def _sleeper_cmdline(seconds: str) -> bytes:
+    return b"".join(part.encode() + b"\0" for part in _sleeper_argv(seconds))
 
 
 def _host_uids_of(cmdline: bytes, until: concurrent.futures.Future[object]) -> set[int]:
@@ -87,22 +103,39 @@ def test_the_filesystem_holds_only_the_runtime_the_harness_and_tmp(run_raw: RawR
         """
         import json, os
         print(json.dumps({"root": sorted(os.listdir("/")), "cwd": os.getcwd(),
-                          "harness": sorted(os.listdir("/harness"))}))
+                          "harness": sorted(os.listdir("/harness")),
+                          "usr": sorted(os.listdir("/usr")),
+                          "usr_bin": sorted(os.listdir("/usr/bin"))}))
         """,
     )
-    assert set(seen["root"]) == {
-        "bin",
-        "dev",
-        "harness",
-        "lib",
-        "lib64",
-        "proc",
-        "runtime",
-        "tmp",
-        "usr",
-    }
+    assert set(seen["root"]) == {"dev", "harness", "lib", "lib64", "proc", "runtime", "tmp", "usr"}
     assert seen["cwd"] == "/tmp"
     assert seen["harness"] == ["main.py"]
+    assert set(seen["usr"]) <= {"bin", "lib", "lib64"}
+    assert seen["usr_bin"] == [Path(os.path.realpath("/opt/gradlab/sandbox-env/bin/python")).name]
+
+
+def test_the_host_usr_is_not_mounted_only_the_files_python_and_torch_load(
+    run_raw: RawRun,
+) -> None:
+    seen = report(
+        run_raw,
+        """
+        import json, os
+        mounts = [line.split()[3:5] for line in open("/proc/self/mountinfo")]
+        import torch, numpy
+        shells = [p for p in ("/bin/sh", "/usr/bin/bash") if os.path.exists(p)]
+        print(json.dumps({"mounts": mounts, "torch": torch.ones(2).sum().item(),
+                          "shells": shells}))
+        """,
+    )
+    roots = {root for root, _ in seen["mounts"]}
+    assert seen["torch"] == 2.0
+    assert seen["shells"] == []
+    assert "/usr" not in roots and "/usr/bin" not in roots  # no whole host folder of binaries
+    private = (str(ROOT), "/home", "/root", "/work")  # the checkout, homes: nothing of them
+    assert not [root for root in roots if root.startswith(private)]
+    assert ("/", "/tmp") in {tuple(m) for m in seen["mounts"]}  # a private tmpfs
 
 
 def test_code_cannot_read_files_outside_the_sandbox(run_raw: RawRun) -> None:
@@ -213,14 +246,18 @@ def test_code_cannot_reach_a_listener_on_the_host(run_raw: RawRun) -> None:
                     out[host] = "connected"
                 except OSError as error:
                     out[host] = type(error).__name__
-            out["interfaces"] = [name for _, name in socket.if_nameindex()]
+            try:  # needs a netlink socket, which the seccomp filter refuses
+                out["interfaces"] = [name for _, name in socket.if_nameindex()]
+            except OSError as error:
+                out["interfaces"] = type(error).__name__
             print(json.dumps(out))
             """,
         )
         with pytest.raises(BlockingIOError):
             listener.accept()
     assert "connected" not in seen.values(), seen
-    assert seen["interfaces"] == ["lo"]
+    assert seen["127.0.0.1"] == "PermissionError"  # no AF_INET socket at all
+    assert seen["interfaces"] in (["lo"], "PermissionError")
 
 
 def _host_address() -> str:
@@ -360,7 +397,7 @@ def test_a_detached_process_does_not_outlive_its_job(run_raw: RawRun) -> None:
     result = run_raw(
         """
 import subprocess
-subprocess.Popen(["setsid", "sleep", "1000"], start_new_session=True,
+subprocess.Popen(["python", "-c", "import time; time.sleep(1000)"], start_new_session=True,
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 print("detached")
 """
@@ -413,15 +450,37 @@ def test_a_missing_runtime_is_an_infrastructure_error(tmp_path: Path) -> None:
         sandbox.run(SandboxRequest("test-missing", raw_job("print(1)")))
 
 
-def test_bwrap_failing_to_set_up_is_an_infrastructure_error(tmp_path: Path) -> None:
+def private_folder(tmp_path: Path) -> Path:
+    """A folder like root's home: mode 0700, and a space in its name."""
     if os.geteuid() != 0:
-        pytest.skip("needs a root worker (the harness folder must be unreadable to bwrap)")
-    hidden = tmp_path / "private"
+        pytest.skip("needs a root worker (the folder must be unreadable to the sandbox user)")
+    hidden = tmp_path / "private home"
     hidden.mkdir(mode=0o700)
-    harness = hidden / "harness"
-    harness.mkdir()
-    (harness / "main.py").write_text("print('never')\n")
+    return hidden
+
+
+def test_a_harness_in_a_private_folder_with_a_space_in_its_path_still_runs(
+    tmp_path: Path,
+) -> None:
+    harness = private_folder(tmp_path) / "my checkout" / "harness"
+    shutil.copytree(RAW_HARNESS, harness)
     sandbox = BubblewrapSandbox(harness_dir=harness)
+    prefix = job_prefix()
+    code = "print(open('/proc/self/mountinfo').read())"
+    result = sandbox.run(SandboxRequest(f"{prefix}-0", raw_job(code)))
+    assert result.status is RunStatus.OK, result.message
+    assert b" /harness " in result.stdout
+    assert str(tmp_path).encode() not in result.stdout  # the published copy, not the checkout
+    assert_no_leftovers(prefix)
+
+
+def test_bwrap_failing_to_set_up_is_an_infrastructure_error(tmp_path: Path) -> None:
+    runtime = private_folder(tmp_path) / "runtime"  # a runtime the sandbox user cannot read
+    (runtime / "bin").mkdir(parents=True)
+    (runtime / "lib").mkdir()
+    shutil.copy(DEFAULT_RUNTIME_DIR / "pyvenv.cfg", runtime / "pyvenv.cfg")
+    (runtime / "bin" / "python").symlink_to(os.path.realpath(DEFAULT_RUNTIME_DIR / "bin/python"))
+    sandbox = BubblewrapSandbox(runtime_dir=runtime, harness_dir=RAW_HARNESS)
     prefix = job_prefix()
     with pytest.raises(InfrastructureError, match="bubblewrap could not set up the sandbox"):
         sandbox.run(SandboxRequest(f"{prefix}-0", raw_job("print(1)")))
@@ -444,7 +503,7 @@ def test_a_worker_that_is_not_root_runs_bwrap_as_itself_with_rlimits() -> None:
                                                 Limits().replace(**limits)))
             return [result.status.value, result.stdout.decode()[-200:]]
         print(json.dumps({{
-            "sleep": run("import subprocess; subprocess.run(['sleep', '{duration}'])"),
+            "sleep": run({_sleeper(duration)!r}),
             "memory": run("b = bytearray(3 * 1024**3); print('allocated')"),
             "loop": run("while True: pass", wall_seconds=2),
         }}))
@@ -458,7 +517,7 @@ def test_a_worker_that_is_not_root_runs_bwrap_as_itself_with_rlimits() -> None:
     )  # fmt: skip
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         done = pool.submit(worker.communicate, timeout=120)
-        uids = _host_uids_of(f"sleep\0{duration}\0".encode(), until=done)
+        uids = _host_uids_of(_sleeper_cmdline(duration), until=done)
         stdout, stderr = done.result()
     assert worker.returncode == 0, stderr[-2000:]
     seen = json.loads(stdout.splitlines()[-1])

@@ -16,14 +16,13 @@ from grader.sandbox import cgroups
 pytestmark = pytest.mark.sandbox
 
 MIB = 1024 * 1024
+LIMITS = cgroups.JobLimits(memory_bytes=128 * MIB, pids=8, cpus=1.0)
 
 
 @pytest.fixture
 def group() -> Iterator[cgroups.JobCgroup]:
     try:
-        made = cgroups.open_job_cgroup(
-            cgroups.job_name(job_prefix()), memory_bytes=128 * MIB, pids=8
-        )
+        made = cgroups.open_job_cgroup(cgroups.job_name(job_prefix()), LIMITS)
     except cgroups.CgroupUnavailable as why:
         pytest.skip(f"no per-job cgroups here: {why}")
     yield made
@@ -85,7 +84,7 @@ def test_groups_left_by_a_dead_worker_are_reaped() -> None:
     dead.wait()
     name = f"{job_prefix()}-{dead.pid}-deadbeef"
     try:
-        stale = cgroups.open_job_cgroup(name, memory_bytes=128 * MIB, pids=8)
+        stale = cgroups.open_job_cgroup(name, LIMITS)
     except cgroups.CgroupUnavailable as why:
         pytest.skip(f"no per-job cgroups here: {why}")
     sleeper = start_in(stale, "import time\ntime.sleep(600)")
@@ -104,3 +103,25 @@ def test_groups_of_live_workers_are_left_alone(group: cgroups.JobCgroup) -> None
     assert f"-{os.getpid()}-" in group.join_files()[0].parent.name
     assert not {f.parent for f in group.join_files()} & set(cgroups.reap_stale())
     assert all(f.exists() for f in group.join_files())
+
+
+def test_a_job_group_holds_a_cpu_quota_of_one_cpu(group: cgroups.JobCgroup) -> None:
+    quota = group.cpu_quota()
+    if quota is None:
+        pytest.skip("no cpu controller here")
+    assert quota == (cgroups.CPU_PERIOD_US, cgroups.CPU_PERIOD_US)
+
+
+def test_the_cpu_quota_follows_the_requested_cpus() -> None:
+    limits = cgroups.JobLimits(memory_bytes=128 * MIB, pids=8, cpus=0.5)
+    try:
+        group = cgroups.open_job_cgroup(cgroups.job_name(job_prefix()), limits)
+    except cgroups.CgroupUnavailable as why:
+        pytest.skip(f"no per-job cgroups here: {why}")
+    try:
+        quota = group.cpu_quota()
+        if quota is None:
+            pytest.skip("no cpu controller here")
+        assert quota == (cgroups.CPU_PERIOD_US // 2, cgroups.CPU_PERIOD_US)
+    finally:
+        group.remove()

@@ -155,8 +155,15 @@ GRADLAB_GPU_QUEUE_ENABLED = env_bool("GRADLAB_GPU_QUEUE_ENABLED", False)
 # --- Grading ---------------------------------------------------------------------------
 GRADLAB_EXERCISES_DIR = Path(env_str("GRADLAB_EXERCISES_DIR", str(BASE_DIR / "exercises")))
 GRADLAB_SANDBOX = env_str("GRADLAB_SANDBOX", "bubblewrap")
-# Keyword options for grader.sandbox.get_backend, as JSON (e.g. {"runtime_dir": "..."}).
-GRADLAB_SANDBOX_OPTIONS = env_str("GRADLAB_SANDBOX_OPTIONS", "")
+# The sandbox backend's configuration (grader.sandbox.config.SandboxConfig; the backends
+# read no environment themselves). Empty paths mean the backend's defaults.
+GRADLAB_SANDBOX_RUNTIME = env_str("GRADLAB_SANDBOX_RUNTIME", "/opt/gradlab/sandbox-env")
+GRADLAB_SANDBOX_HARNESS = env_str("GRADLAB_SANDBOX_HARNESS", "")
+GRADLAB_SANDBOX_PUBLISH_DIR = env_str("GRADLAB_SANDBOX_PUBLISH_DIR", "")
+GRADLAB_SANDBOX_USER = env_str("GRADLAB_SANDBOX_USER", "gradlab-sandbox")
+GRADLAB_SANDBOX_WARM = env_bool("GRADLAB_SANDBOX_WARM", False)
+GRADLAB_CGROUP_PARENT = env_str("GRADLAB_CGROUP_PARENT", "")
+GRADLAB_SANDBOX_IMAGE = env_str("GRADLAB_SANDBOX_IMAGE", "gradlab-sandbox:latest")
 GRADLAB_CACHE_DIR = Path(env_str("GRADLAB_CACHE_DIR", str(VAR_DIR / "reference-cache")))
 GRADLAB_DEVICE = env_str("GRADLAB_DEVICE", "cpu")
 

@@ -1,0 +1,120 @@
+"""How a sandbox backend is configured: one plain record, built from Django settings by the
+platform (platform/submissions/grading.py) or from the environment by the command line
+(`SandboxConfig.from_environ`). The backends themselves read no environment variable.
+
+    variable                     field          meaning
+    GRADLAB_SANDBOX              backend        bubblewrap | docker
+    GRADLAB_SANDBOX_RUNTIME      runtime_dir    bubblewrap: the runtime's virtual environment
+    GRADLAB_SANDBOX_HARNESS      harness_dir    bubblewrap: the harness's source folder
+    GRADLAB_SANDBOX_PUBLISH_DIR  publish_root   bubblewrap: where the harness is published
+    GRADLAB_SANDBOX_USER         user           bubblewrap: the host user a root worker drops to
+    GRADLAB_SANDBOX_WARM         warm           bubblewrap: keep a torch-loaded spare sandbox
+    GRADLAB_CGROUP_PARENT        cgroup_parent  bubblewrap: the cgroup job groups go below
+    GRADLAB_SANDBOX_IMAGE        image          docker: the sandbox image
+    GRADLAB_DEVICE               gpu            docker: "cuda" gives cuda jobs the GPU
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.protocol import InfrastructureError
+from grader.sandbox.base import Sandbox
+
+BACKENDS = ("bubblewrap", "docker")
+DEFAULT_RUNTIME_DIR = Path("/opt/gradlab/sandbox-env")
+PACKAGE_HARNESS = Path(__file__).resolve().parents[1] / "harness"
+DEFAULT_USER = "gradlab-sandbox"
+DEFAULT_IMAGE = "gradlab-sandbox:latest"
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+ENVIRONMENT = {
+    "GRADLAB_SANDBOX": "backend",
+    "GRADLAB_SANDBOX_RUNTIME": "runtime_dir",
+    "GRADLAB_SANDBOX_HARNESS": "harness_dir",
+    "GRADLAB_SANDBOX_PUBLISH_DIR": "publish_root",
+    "GRADLAB_SANDBOX_USER": "user",
+    "GRADLAB_SANDBOX_WARM": "warm",
+    "GRADLAB_CGROUP_PARENT": "cgroup_parent",
+    "GRADLAB_SANDBOX_IMAGE": "image",
+    "GRADLAB_DEVICE": "gpu",
+}
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Everything that decides what a sandbox backend does, explicit and typed."""
+
+    backend: str = "bubblewrap"
+    runtime_dir: Path = DEFAULT_RUNTIME_DIR
+    harness_dir: Path = PACKAGE_HARNESS
+    publish_root: Path | None = None  # None: grader.sandbox.publish.DEFAULT_PUBLISH_ROOT
+    user: str = DEFAULT_USER
+    warm: bool = False
+    cgroup_parent: str | None = None
+    image: str = DEFAULT_IMAGE
+    gpu: bool = False  # docker: this worker serves the GPU queue
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise InfrastructureError(
+                f"unknown sandbox backend {self.backend!r}: expected one of {BACKENDS}"
+            )
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> SandboxConfig:
+        """The configuration the ENVIRONMENT variables describe (unset or empty: default)."""
+        env = os.environ if environ is None else environ
+
+        def given(name: str) -> str | None:
+            return env.get(name) or None
+
+        values: dict[str, object] = {}
+        for name, field_name in ENVIRONMENT.items():
+            raw = given(name)
+            if raw is None:
+                continue
+            if field_name == "gpu":
+                values["gpu"] = raw == "cuda"
+            elif field_name == "warm":
+                values["warm"] = _flag(name, raw)
+            elif field_name in {"runtime_dir", "harness_dir", "publish_root"}:
+                values[field_name] = Path(raw)
+            else:
+                values[field_name] = raw
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def build_backend(config: SandboxConfig) -> Sandbox:
+    """The backend `config` describes."""
+    if config.backend == "docker":
+        from grader.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(image=config.image, gpu=config.gpu)
+    from grader.sandbox.bubblewrap import BubblewrapSandbox
+
+    return BubblewrapSandbox(
+        runtime_dir=config.runtime_dir,
+        harness_dir=config.harness_dir,
+        publish_root=config.publish_root,
+        user=config.user,
+        warm=config.warm,
+        cgroup_parent=config.cgroup_parent,
+    )
+
+
+def backend_from_environ(environ: Mapping[str, str] | None = None) -> Sandbox:
+    """The backend the environment describes: for the command line (python -m grader)."""
+    return build_backend(SandboxConfig.from_environ(environ))
+
+
+def _flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InfrastructureError(f"{name}={raw!r}: expected 1/0, true/false, yes/no or on/off")
