@@ -25,11 +25,17 @@ build_lock() {
 }
 
 debian_mirror() {
-  # The mirror apt already uses (deb822 or one-line sources), else the default.
+  # The Debian mirror apt itself uses for bookworm's main component, as apt reads its own
+  # configuration (one-line .list and deb822 .sources files alike): no guess, no default.
   local uri
-  uri=$(grep -hs -E '^URIs: .*debian/?$' /etc/apt/sources.list.d/*.sources | head -1 | awk '{print $2}')
-  [ -n "$uri" ] || uri=$(grep -hs -E '^deb .*debian/? bookworm' /etc/apt/sources.list | head -1 | awk '{print $2}')
-  echo "${uri:-http://deb.debian.org/debian}"
+  uri=$(apt-get indextargets --no-release-info --format '$(RELEASE) $(COMPONENT) $(REPO_URI)' \
+    'Identifier: Packages' 2>/dev/null | awk '$1 == "bookworm" && $2 == "main" { print $3; exit }')
+  if [ -z "$uri" ]; then
+    log "no Debian bookworm mirror in apt's configuration (apt-get indextargets lists none):" \
+      "add one to /etc/apt/sources.list.d/, or set GRADLAB_DOCKER_BASE to a registry image"
+    return 1
+  fi
+  echo "${uri%/}"
 }
 
 ensure_debian_base() {
@@ -44,10 +50,11 @@ ensure_debian_base() {
       log "debootstrap is missing (apt-get install debootstrap), or set GRADLAB_DOCKER_BASE"
       exit 1
     }
+    mirror=$(debian_mirror) || exit 1
     root=$(mktemp -d /var/tmp/gradlab-rootfs.XXXXXX)
-    log "debootstrap bookworm into $root from $(debian_mirror) (about a minute)"
+    log "debootstrap bookworm into $root from $mirror (about a minute)"
     if ! debootstrap --variant=minbase --include="$DEBIAN_BASE_PACKAGES" bookworm "$root" \
-      "$(debian_mirror)" >"$root.log" 2>&1; then
+      "$mirror" >"$root.log" 2>&1; then
       tail -20 "$root.log" >&2
       rm -rf "$root" "$root.log"
       exit 1
