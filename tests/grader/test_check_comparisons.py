@@ -6,25 +6,11 @@ import re
 from typing import Any
 
 import pytest
+from check_helpers import run
 from grading_helpers import REPO, call, function_capture, script_capture, tensor
 
-from grader.checks.base import Outcome
-from grader.checks.options import OptionContext
-from grader.checks.registry import REGISTRY, parse_options
-from grader.diagnose import DIAGNOSES
-from grader.spec import CheckSpec
-
-# The diagnoses these tests may name: the built-in ones and a manifest's own.
-KNOWN = frozenset(DIAGNOSES) | {"missing-value-error", "cleared", "extra", "ones-instead-of-v"}
-
-
-def run(
-    kind: str, learner: Any, reference: Any, target: str | None = None, **options: Any
-) -> Outcome:
-    context = OptionContext(("x", "y", "w", "b", "model"), KNOWN)
-    parsed = parse_options(kind, options, context)
-    spec = CheckSpec(name="c", type=kind, points=1, target=target, options=parsed)
-    return REGISTRY[kind].run(learner, reference, spec)
+from grader.capture import TENSOR_ELEMENTS
+from grader.checks.registry import REGISTRY
 
 
 def grads(values: list[float], **kw: Any) -> Any:
@@ -359,3 +345,62 @@ def test_variants_name_an_exercise_specific_mistake() -> None:
     )
     outcome = run("grad", learner, reference, "x", variants={"ones-instead-of-v": "_ones"})
     assert outcome.diagnosis == "ones-instead-of-v"
+
+
+# -- complete data or no match ---------------------------------------------------------
+
+
+def short(values: list[float], numel: int, **kw: Any) -> dict[str, Any]:
+    """A tensor of `numel` elements that carries only `values` (data cut short)."""
+    return {**tensor(values, [numel], **kw), "truncated": True}
+
+
+def test_a_value_whose_data_was_cut_short_never_matches_even_on_an_equal_prefix() -> None:
+    reference = script_capture({"v": tensor([1.0, 2.0, 3.0])})
+    learner = script_capture({"v": short([1.0], 3)})
+    outcome = run("value", learner, reference, "v")
+    assert (outcome.passed, outcome.diagnosis) == (False, "wrong-value")
+    assert "carries 1 of its 3 values" in outcome.message
+    assert not run("value", reference, learner, "v").passed  # the other side too
+
+
+def test_a_grad_whose_data_was_cut_short_never_matches() -> None:
+    reference = script_capture({"x": tensor([1.0, 1.0], grad=[2.0, 4.0])})
+    learner = script_capture({"x": {**tensor([1.0, 1.0]), "grad": short([], 2)}})
+    assert not run("grad", learner, reference, "x").passed
+
+
+def test_a_meta_tensor_fails_value_and_grad_as_a_device_mismatch_even_on_any_device() -> None:
+    meta = {**tensor([], [2], device="meta"), "truncated": True}
+    reference = script_capture({"v": tensor([1.0, 2.0], grad=[3.0, 4.0])})
+    learner = script_capture({"v": {**meta, "grad": meta}})
+    for kind in ("value", "grad"):
+        outcome = run(kind, learner, reference, "v", device="any")
+        assert (outcome.passed, outcome.diagnosis) == (False, "device-mismatch"), kind
+        assert "meta device" in outcome.message
+
+
+def test_a_one_element_meta_tensor_does_not_equal_an_expected_number() -> None:
+    reference = script_capture({"n": {"kind": "number", "value": 9.0}})
+    learner = script_capture({"n": {**tensor([], [], device="meta"), "truncated": True}})
+    assert not run("value", learner, reference, "n").passed
+
+
+def test_module_parameters_on_the_meta_device_never_match() -> None:
+    meta = {**tensor([], [1], device="meta"), "truncated": True}
+    want = {"kind": "module", "type": "Linear", "params": {"weight": tensor([0.5])}}
+    got = {"kind": "module", "type": "Linear", "params": {"weight": meta}}
+    outcome = run(
+        "value", script_capture({"m": got}), script_capture({"m": want}), "m", device="any"
+    )
+    assert not outcome.passed
+
+
+def test_capped_tensors_of_the_same_length_are_compared_whole() -> None:
+    big = TENSOR_ELEMENTS + 5
+    values = [0.5] * TENSOR_ELEMENTS
+    reference = script_capture({"v": {**tensor(values, [big]), "truncated": True}})
+    same = script_capture({"v": {**tensor(values, [big]), "truncated": True}})
+    assert run("value", same, reference, "v").passed
+    last_differs = script_capture({"v": {**tensor([*values[:-1], 9.0], [big]), "truncated": True}})
+    assert not run("value", last_differs, reference, "v").passed

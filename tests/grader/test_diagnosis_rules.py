@@ -1,35 +1,23 @@
-"""The rules that name the real mistake (issue 6's quality bar), on hand-built captures:
-no backward vs hard-coded vs a cut graph, caught vs typed error messages, loss curves
-judged by their properties, check-level fallbacks, history variants, the device check,
-one backward per optimizer step, and the expected-vs-got data of failed checks."""
+"""The rules of grader.diagnose that name the real mistake, on plain numbers and on
+hand-built captures: ratios (sign, mean/sum, accumulation), loss curves, course error
+messages, no backward vs hard-coded vs a cut graph, caught vs typed error messages, loss
+curves judged by their properties, check-level fallbacks, history variants, the device
+check, one backward per optimizer step, and the expected-vs-got data of failed checks."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
+from check_helpers import run
 from grading_helpers import call, function_capture, script_capture, tensor
 
 from grader.capture import validate_capture
 from grader.checks.base import Outcome
-from grader.checks.options import OptionContext
-from grader.checks.registry import REGISTRY, parse_options
-from grader.diagnose import DIAGNOSES
-from grader.spec import CheckSpec
+from grader.diagnose import DIAGNOSES, curve_slug, error_slug, ratio_slug
 
 NONSCALAR = "grad can be implicitly created only for scalar outputs"
-
-# The diagnoses these tests may name: the built-in ones and a manifest's own.
-KNOWN = frozenset(DIAGNOSES) | {"missing-value-error", "cleared", "extra", "ones-instead-of-v"}
-
-
-def run(
-    kind: str, learner: Any, reference: Any, target: str | None = None, **options: Any
-) -> Outcome:
-    context = OptionContext(("x", "y", "w", "b", "model"), KNOWN)
-    parsed = parse_options(kind, options, context)
-    spec = CheckSpec(name="c", type=kind, points=1, target=target, options=parsed)
-    return REGISTRY[kind].run(learner, reference, spec)
 
 
 def reference_x(grad: list[float]) -> Any:
@@ -204,3 +192,74 @@ def test_a_cut_path_is_graph_broken_not_scaled_by_n() -> None:
     assert run("grad", cut, reference, "x").diagnosis == "graph-broken"
     mean = script_capture({"x": tensor([4.0], grad=[1.0]), "y": tensor([5.0], grad=[4.0])})
     assert run("grad", mean, reference, "x").diagnosis == "scaled-by-n"
+
+
+TOL = (1.3e-6, 1e-5)
+
+
+@pytest.mark.parametrize(
+    ("got", "accumulated", "slug"),
+    [
+        ([-2.0, -4.0], False, "sign-error"),
+        ([6.0, 12.0], True, "forgot-zero-grad"),
+        ([6.0, 12.0], False, "scaled-by-n"),
+        ([0.5, 1.0], False, "scaled-by-n"),
+        ([2.5, 5.0], False, None),
+        ([2.0, 5.0], False, None),
+        ([0.0, 0.0], False, None),
+    ],
+)
+def test_a_whole_number_ratio_names_a_sign_a_scale_or_an_accumulation(
+    got: list[float], accumulated: bool, slug: str | None
+) -> None:
+    assert ratio_slug(got, [2.0, 4.0], *TOL, accumulated=accumulated) == slug
+
+
+def test_a_loss_curve_falls_stays_flat_or_diverges() -> None:
+    assert curve_slug([4.0, 2.0, 1.0]) is None
+    assert curve_slug([4.0, 4.0, 4.0]) == "loss-flat"
+    assert curve_slug([4.0, 9.0]) == "loss-diverges"
+    assert curve_slug([4.0, float("nan")]) == "loss-diverges"
+
+
+def test_error_slug_recognises_the_course_errors() -> None:
+    assert error_slug("grad can be implicitly created only for scalar outputs") == (
+        "nonscalar-backward"
+    )
+    assert (
+        error_slug(
+            "Trying to backward through the graph a second time (or directly access saved tensors "
+            "after they have already been freed)."
+        )
+        == "freed-graph"
+    )
+    assert (
+        error_slug("a leaf Variable that requires grad is being used in an in-place operation.")
+        == "inplace-leaf"
+    )
+    assert error_slug("division by zero") is None
+
+
+def test_every_diagnosis_has_a_title_and_a_one_sentence_hint() -> None:
+    for slug, diagnosis in DIAGNOSES.items():
+        assert diagnosis.slug == slug and diagnosis.title
+        assert diagnosis.hint.endswith(".") and diagnosis.hint.count(". ") == 0
+
+
+@pytest.mark.parametrize(
+    "got",
+    [[1e-310, 2e-310], [5e-324, 0.0], [1e308, 1e308], [float("inf"), 1.0], [float("nan"), 2.0]],
+)
+def test_ratio_rules_name_extreme_numbers_without_raising(got: list[float]) -> None:
+    assert ratio_slug(got, [1.0, 2.0], 1e-7, 1e-7, accumulated=False) is None
+    assert ratio_slug(got, [1e-5, 2e-5], 1e-7, 1e-12, accumulated=True) in (None, "scaled-by-n")
+
+
+def test_a_subnormal_float64_gradient_is_a_wrong_value_not_a_crash() -> None:
+    learner = script_capture({"x": tensor([1.0], dtype="float64", grad=[1e-310])})
+    reference = script_capture({"x": tensor([1.0], dtype="float64", grad=[1.0])})
+    outcome = run("grad", learner, reference, "x")
+    assert (outcome.passed, outcome.diagnosis) == (False, "wrong-value")
+    history = script_capture({}, [call(after={"x": tensor([1e-310], dtype="float64")})])
+    wanted = script_capture({}, [call(after={"x": tensor([1.0], dtype="float64")})])
+    assert run("grad_history", history, wanted, "x").diagnosis == "wrong-value"
