@@ -37,6 +37,7 @@ def gradlab_cgroups() -> set[Path]:
     """Every per-job cgroup folder of ours that exists now."""
     roots = [
         Path("/sys/fs/cgroup/pids/gradlab"),
+        Path("/sys/fs/cgroup/cpu/gradlab"),
         *Path("/sys/fs/cgroup/memory").glob("**/gradlab"),
         *Path("/sys/fs/cgroup").glob("gradlab"),
     ]
