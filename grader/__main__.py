@@ -35,10 +35,6 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
 DEVICES = ("cpu", "cuda")
 
 
-class BadArguments(ValueError):
-    """A command-line option or environment variable the CLI cannot use."""
-
-
 def _sandbox(args: argparse.Namespace) -> Sandbox:
     config = SandboxConfig.from_environ(os.environ)
     return build_backend(dataclasses.replace(config, backend=args.sandbox))
@@ -177,9 +173,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         return int(args.handler(args))
-    except BadArguments as error:
-        print(str(error), file=sys.stderr)
-        return EXIT_BAD_INPUT
     except PackageError as error:
         print(f"malformed package: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -18,9 +18,11 @@ KNOWN = frozenset(DIAGNOSES) | {"missing-value-error", "cleared", "extra", "ones
 CONTEXT = OptionContext(NAMES, KNOWN)
 
 
-def spec_of(kind: str, target: str | None = None, **options: Any) -> CheckSpec:
+def spec_of(
+    kind: str, target: str | None = None, *, name: str = "c", points: int = 1, **options: Any
+) -> CheckSpec:
     parsed = parse_options(kind, options, CONTEXT)
-    return CheckSpec(name="c", type=kind, points=1, target=target, options=parsed)
+    return CheckSpec(name=name, type=kind, points=points, target=target, options=parsed)
 
 
 def run(

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from grading_helpers import REPO, TEST_PACKAGES
 
-from grader.cache import ReferenceCache, cache_key
+from grader.__main__ import EXIT_BAD_INPUT, main, parser
+from grader.cache import DEFAULT_CACHE_DIR, ReferenceCache, cache_key
 
 
 def test_cache_round_trips_json_and_ignores_corrupt_entries(tmp_path: Path) -> None:
@@ -34,6 +35,26 @@ def test_cache_key_separates_seed_runtime_and_device() -> None:
     assert base != cache_key("h", 1, "bubblewrap torch-2.14.0 cpu", "cpu")
     assert base != cache_key("h", 1, "bubblewrap torch-2.13.0 cpu", "cuda")
     assert base != cache_key("h", None, "bubblewrap torch-2.13.0 cpu", "cpu")
+
+
+def test_cli_options_default_to_the_environment_and_the_command_line_wins() -> None:
+    environ = {
+        "GRADLAB_CACHE_DIR": "/srv/cache",
+        "GRADLAB_DEVICE": "cuda",
+        "GRADLAB_SANDBOX": "docker",
+    }
+    args = parser(environ).parse_args(["run", "pkg", "answer.py"])
+    assert (args.cache_dir, args.device, args.sandbox) == ("/srv/cache", "cuda", "docker")
+    args = parser(environ).parse_args(["check", "pkg", "--cache-dir", "c", "--device", "cpu"])
+    assert (args.cache_dir, args.device) == ("c", "cpu")
+    assert parser({}).parse_args(["check", "pkg"]).cache_dir == DEFAULT_CACHE_DIR
+
+
+def test_cli_rejects_an_unknown_device_before_any_sandbox_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "pkg", "answer.py", "--device", "tpu"]) == EXIT_BAD_INPUT
+    assert "--device: must be one of ['cpu', 'cuda'], not 'tpu'" in capsys.readouterr().err
 
 
 def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
