@@ -12,6 +12,8 @@ a fault of the sandbox itself propagates as `InfrastructureError`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import secrets
 import signal
@@ -50,6 +52,20 @@ NO_RESULT = "your program stopped without producing a result"
 OUTPUT_LIMIT = "output limit exceeded"
 MEMORY_MARKERS = ("can't allocate memory", "cannot allocate memory", "out of memory")
 REFERENCE_DETAIL_CHARS = 2_000
+
+
+SEED_BITS = 63  # a seed fits a signed 64-bit database column
+
+
+def submission_seed(secret: bytes, submission: str) -> int:
+    """The hidden-case seed of one submission: HMAC-SHA256 of the submission's key (e.g.
+    its id) under a server secret (e.g. the exercise version's hidden seed). Store it on
+    the submission: a regrade with the same seed reproduces the score, and hidden inputs
+    one submission saw (printed, leaked) say nothing about another's."""
+    if not secret:
+        raise ValueError("submission_seed needs a non-empty secret")
+    digest = hmac.new(secret, submission.encode("utf-8"), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
 
 
 @dataclass(frozen=True)
@@ -99,8 +115,7 @@ def learner_envelope(package: Package, code: str, reference: Capture) -> dict[st
         "names": list(manifest.names),
         "limits": _envelope_limits(manifest.limits),
     }
-    if manifest.kind == "function":
-        files["cases.py"] = package.cases or ""
+    if manifest.kind == "function":  # plain data only: no exercise code, no seed
         envelope.update(entry=manifest.entry, cases=[dict(c.input or {}) for c in reference.cases])
     envelope["files"] = files
     return envelope
@@ -171,6 +186,9 @@ def _checked_reference(package: Package, run: Run) -> Capture:
         )
     if capture.exception is not None:
         raise ExerciseError(f"{slug}: the reference solution raised:\n{_trace(capture.exception)}")
+    if capture.tamper:  # trusted code: a finding here is a false alarm of the detector
+        found = "; ".join(f"{event.kind}: {event.detail}" for event in capture.tamper[:5])
+        raise ExerciseError(f"{slug}: the reference run tripped the tamper detector ({found})")
     _check_reference_targets(package, capture)
     return capture
 
@@ -189,7 +207,7 @@ def _check_reference_targets(package: Package, capture: Capture) -> None:
             raise ExerciseError(f"{slug}: the reference solution does not define {missing}")
         return
     if not capture.cases:
-        raise ExerciseError(f"{slug}: cases.generate produced no cases")
+        raise ExerciseError(f"{slug}: cases.make_cases produced no cases")
     expects_errors = any(c.type == "raises" for c in manifest.checks)
     for index, case in enumerate(capture.cases):
         if case.input is None:
@@ -202,7 +220,7 @@ def _check_reference_targets(package: Package, capture: Capture) -> None:
             continue
         missing = sorted(t for t in targets if t not in case.observations)
         if missing:
-            raise ExerciseError(f"{slug}: cases.run gives no observation {missing} (case {index})")
+            raise ExerciseError(f"{slug}: case {index} observes no {missing}")
 
 
 # -- learner -------------------------------------------------------------------------
@@ -290,18 +308,3 @@ def grade_with_capture(
         message = f"{OUTPUT_LIMIT} (more than {limits.stdout_bytes} bytes printed)"
         return failed_report(package, message, runtime, duration, learner), learner
     return build_report(package, learner, reference, runtime, duration), learner
-
-
-# -- compatibility -------------------------------------------------------------------
-
-_VALIDATION_NAMES = frozenset({"Validation", "ValidationItem", "validate_package"})
-
-
-def __getattr__(name: str) -> Any:
-    """`from grader.engine import validate_package, Validation` keeps working: package
-    validation lives in grader.validation (imported lazily: it imports this module)."""
-    if name in _VALIDATION_NAMES:
-        from grader import validation
-
-        return getattr(validation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

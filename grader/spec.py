@@ -7,6 +7,7 @@ raises `PackageError` naming the file and the field.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import math
@@ -320,7 +321,25 @@ def _function_fields(
         raise PackageError(f"{where}: trials: at most {MAX_TRIALS}")
     if CASES_FILE not in files:
         raise PackageError(f"{where.rsplit('/', 1)[0]}/{CASES_FILE}: file missing")
+    _check_cases_source(files[CASES_FILE], f"{where.rsplit('/', 1)[0]}/{CASES_FILE}")
     return entry, trials
+
+
+def _check_cases_source(source: str, where: str) -> None:
+    """cases.py defines make_cases(seed, trials) (and optionally variants(case, env)), the
+    reference-only contract; the old run(entry, case) ran in the learner's sandbox."""
+    try:
+        tree = ast.parse(source, filename=where)
+    except SyntaxError as error:
+        raise PackageError(f"{where}: line {error.lineno}: {error.msg}") from None
+    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    if "make_cases" not in defined:
+        raise PackageError(f"{where}: must define make_cases(seed, trials)")
+    if "run" in defined or "generate" in defined:
+        raise PackageError(
+            f"{where}: run()/generate() are gone: cases are plain data for the harness's "
+            "case runner (FORMAT.md section 1)"
+        )
 
 
 def _checks(

@@ -1,25 +1,24 @@
-"""Hidden inputs for custom-autograd-function: points x and upstream gradients v.
+"""Hidden cases of custom-autograd-function. Runs only in the reference's sandbox.
 
-run() calls the learner's SiLUFunction.apply on a leaf copy of x, backpropagates v
-through it, and returns the output, the leaf (whose .grad is compared), the gradients
-two known mistakes would give (variants) and the result of torch.autograd.gradcheck
-run in float64 on the same points.
+A case carries points x and upstream gradients v. The harness (grader/harness/
+casework.py) calls the learner's SiLUFunction.apply on a leaf copy of x, backpropagates
+v through the output, runs torch.autograd.gradcheck on the learner's Function in
+float64 at the same points, and observes the output, the leaf (whose .grad is compared)
+and gradcheck's verdict. The gradients two known mistakes would give are computed here,
+as variants, and never leave the reference's capture.
 """
 
 import torch
-from torch.autograd.gradcheck import GradcheckError
-
-MAX_MESSAGE = 600
 
 
-def generate(seed, trials):
+def make_cases(seed, trials):
     generator = torch.Generator().manual_seed(seed)
     cases = [
-        {
-            "visible": True,
-            "x": torch.tensor([-2.0, -0.5, 0.0, 1.0, 3.0]),
-            "v": torch.tensor([1.0, -1.0, 2.0, 0.5, -0.5]),
-        }
+        _case(
+            True,
+            torch.tensor([-2.0, -0.5, 0.0, 1.0, 3.0]),
+            torch.tensor([1.0, -1.0, 2.0, 0.5, -0.5]),
+        )
     ]
     plan = [
         ((1,), torch.float32, 1.0),  # a single element
@@ -35,34 +34,37 @@ def generate(seed, trials):
         v = torch.randn(shape, generator=generator, dtype=torch.float64) - 0.5
         if v.dim() == 0:
             v = torch.tensor(-1.5, dtype=torch.float64)
-        cases.append({"visible": False, "x": x.to(dtype), "v": v.to(dtype)})
+        cases.append(_case(False, x.to(dtype), v.to(dtype)))
     return cases[:trials]
 
 
-def run(entry, case):
-    x = torch.as_tensor(case["x"]).detach().clone()
-    v = torch.as_tensor(case["v"]).detach().clone()
-    leaf = x.clone().requires_grad_(True)
-    output = entry.apply(leaf)
-    output.backward(v)
-    sigmoid = torch.sigmoid(x)
-    derivative = sigmoid * (1 + x * (1 - sigmoid))
+def _case(visible, x, v):
     return {
-        "output": output.detach(),
-        "x": leaf,
-        "_grad_sigmoid_only": _as_grad(v * sigmoid),
-        "_grad_ignores_upstream": _as_grad(derivative),
-        "gradcheck": _gradcheck(entry, x),
+        "visible": visible,
+        "inputs": {"data": x, "v": v},
+        "build": [{"set": "x", "op": "leaf", "args": ["data"]}],
+        "call": {"args": ["x"], "method": "apply", "store": "output"},
+        "after": [
+            {"op": "backward", "args": ["output", "v"]},
+            {
+                "set": "gradcheck",
+                "op": "gradcheck",
+                "args": ["data"],
+                "options": {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3},
+            },
+        ],
+        "observe": {"output": ["detach", "output"], "x": "x", "gradcheck": "gradcheck"},
     }
 
 
-def _gradcheck(entry, x):
-    point = x.detach().to(torch.float64).clone().requires_grad_(True)
-    try:
-        ok = torch.autograd.gradcheck(entry.apply, (point,), eps=1e-6, atol=1e-5, rtol=1e-3)
-    except GradcheckError as error:
-        return {"ok": False, "message": str(error)[:MAX_MESSAGE]}
-    return {"ok": bool(ok), "message": ""}
+def variants(case, env):
+    x, v = env["data"], env["v"]
+    sigmoid = torch.sigmoid(x)
+    derivative = sigmoid * (1 + x * (1 - sigmoid))
+    return {
+        "grad_sigmoid_only": _as_grad(v * sigmoid),
+        "grad_ignores_upstream": _as_grad(derivative),
+    }
 
 
 def _as_grad(value):

@@ -1,93 +1,89 @@
-"""Hidden graphs for graph-inspection.
+"""Hidden graphs of graph-inspection. Runs only in the reference's sandbox.
 
-A case names a graph builder from GRAPHS and carries the leaf values it needs; run()
-builds the graph, calls the learner's grad_fn_names on its output tensor and returns the
-list, whether it has one entry per reachable node, and whether it has as many
-AccumulateGrad entries as the graph has leaves. It also computes what three
-known mistakes would return (depth-first order, AccumulateGrad left out, nodes listed
-once per edge): those lists are `_`-prefixed variants, never shown.
+A case carries 16 values and a graph as harness steps (grader/harness/casework.py): the
+harness builds the graph in the learner's sandbox from that plain data, calls the
+learner's grad_fn_names on its output tensor and observes the list, its length and how
+many AccumulateGrad entries it has (compared with the reference's). What three known
+mistakes would return (depth-first order, AccumulateGrad left out, nodes listed once per
+edge) is computed here, as `_`-prefixed variants, never shown and never sent anywhere else.
 """
 
 from collections import deque
 
 import torch
-from torch import nn
 
 
-def _branches(case):
-    a, b, c = (torch.tensor(float(v), requires_grad=True) for v in case["values"][:3])
-    return a * b + c.exp()
+def _step(name, op, *args, **extra):
+    return {"set": name, "op": op, "args": list(args), **extra}
 
 
-def _linear(case):
-    layer = nn.Linear(3, 2)
-    x = torch.tensor(case["values"][:12]).reshape(4, 3)
-    return layer(x)
-
-
-def _square(case):
-    x = torch.tensor(case["values"][:3], requires_grad=True)
-    return x**2
-
-
-def _self_product(case):
-    x = torch.tensor(case["values"][:1], requires_grad=True)
-    return x * x
-
-
-def _diamond(case):
-    x = torch.tensor(case["values"][:4], requires_grad=True)
-    y = x.sin()
-    return (y * y.exp()).sum()
-
-
-def _mlp(case):
-    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
-    x = torch.tensor(case["values"][:2]).reshape(1, 2)
-    return model(x)
-
-
-def _nll(case):
-    # the course's 2-layer network on one sample: z1, sigmoid, z2, log_softmax, -log p[y]
-    values = torch.tensor(case["values"][:16])
-    W1 = values[:8].reshape(4, 2).clone().requires_grad_(True)
-    b1 = values[8:12].clone().requires_grad_(True)
-    W2 = values[:8].reshape(2, 4).clone().requires_grad_(True)
-    b2 = values[12:14].clone().requires_grad_(True)
-    x = values[14:16]
-    a1 = torch.sigmoid(W1 @ x + b1)
-    log_probs = torch.log_softmax(W2 @ a1 + b2, dim=0)
-    return -log_probs[1]
-
-
-def _leaf(case):
-    return torch.tensor(case["values"][:3], requires_grad=True)
-
-
-def _no_grad(case):
-    x = torch.tensor(case["values"][:3], requires_grad=True)
-    with torch.no_grad():
-        return x * 2
+def _leaf(name, start, stop, shape=None):
+    steps = [_step(f"{name}_values", "slice", "v", start, stop)]
+    if shape is not None:
+        steps.append(_step(f"{name}_values", "reshape", f"{name}_values", shape))
+    return [*steps, _step(name, "leaf", f"{name}_values")]
 
 
 GRAPHS = {
-    "branches": _branches,
-    "linear": _linear,
-    "square": _square,
-    "self_product": _self_product,
-    "diamond": _diamond,
-    "mlp": _mlp,
-    "nll": _nll,
-    "leaf": _leaf,
-    "no_grad": _no_grad,
+    "branches": [
+        *(_step(n, "index", "v", i) for i, n in enumerate(("a0", "b0", "c0"))),
+        *(_step(n, "leaf", f"{n}0") for n in ("a", "b", "c")),
+        _step("ab", "mul", "a", "b"),
+        _step("ce", "exp", "c"),
+        _step("t", "add", "ab", "ce"),
+    ],
+    "linear": [  # nn.Linear(3, 2) on a batch of 4
+        *_leaf("W", 0, 6, [2, 3]),
+        *_leaf("b", 6, 8),
+        _step("x_values", "slice", "v", 0, 12),
+        _step("x", "reshape", "x_values", [4, 3]),
+        _step("t", "linear", "x", "W", "b"),
+    ],
+    "square": [*_leaf("x", 0, 3), _step("t", "pow", "x", 2)],
+    "self_product": [*_leaf("x", 0, 1), _step("t", "mul", "x", "x")],
+    "diamond": [
+        *_leaf("x", 0, 4),
+        _step("y", "sin", "x"),
+        _step("e", "exp", "y"),
+        _step("m", "mul", "y", "e"),
+        _step("t", "sum", "m"),
+    ],
+    "mlp": [  # Linear(2, 3), ReLU, Linear(3, 1) on one sample
+        _step("x_values", "slice", "v", 0, 2),
+        _step("x", "reshape", "x_values", [1, 2]),
+        *_leaf("W1", 0, 6, [3, 2]),
+        *_leaf("b1", 6, 9),
+        *_leaf("W2", 9, 12, [1, 3]),
+        *_leaf("b2", 12, 13),
+        _step("h", "linear", "x", "W1", "b1"),
+        _step("r", "relu", "h"),
+        _step("t", "linear", "r", "W2", "b2"),
+    ],
+    "nll": [  # the course's 2-layer network on one sample: -log_softmax(...)[1]
+        *_leaf("W1", 0, 8, [4, 2]),
+        *_leaf("b1", 8, 12),
+        *_leaf("W2", 0, 8, [2, 4]),
+        *_leaf("b2", 12, 14),
+        _step("x", "slice", "v", 14, 16),
+        _step("w1x", "matmul", "W1", "x"),
+        _step("z1", "add", "w1x", "b1"),
+        _step("a1", "sigmoid", "z1"),
+        _step("w2a", "matmul", "W2", "a1"),
+        _step("z2", "add", "w2a", "b2"),
+        _step("log_probs", "log_softmax", "z2", 0),
+        _step("picked", "index", "log_probs", 1),
+        _step("t", "neg", "picked"),
+    ],
+    "leaf": [*_leaf("t", 0, 3)],
+    "no_grad": [*_leaf("x", 0, 3), _step("t", "mul", "x", 2, no_grad=True)],
 }
 PLAN = ["linear", "self_product", "diamond", "nll", "mlp", "leaf", "square", "no_grad"]
 VALUES = 16
 
 
-def generate(seed, trials):
+def make_cases(seed, trials):
     generator = torch.Generator().manual_seed(seed)
-    cases = [{"visible": True, "graph": "branches", "values": [2.0, 3.0, 1.0]}]
+    cases = [_case(True, "branches", [2.0, 3.0, 1.0])]
     names = sorted(GRAPHS)
     while len(cases) < trials:
         index = len(cases) - 1
@@ -95,30 +91,33 @@ def generate(seed, trials):
             graph = PLAN[index]
         else:
             graph = names[int(torch.randint(len(names), (1,), generator=generator))]
-        values = torch.randn(VALUES, generator=generator).tolist()
-        cases.append({"visible": False, "graph": graph, "values": values})
+        cases.append(_case(False, graph, torch.randn(VALUES, generator=generator).tolist()))
     return cases[:trials]
 
 
-def run(entry, case):
-    t = GRAPHS[case["graph"]](case)
-    result = entry(t)
-    names = list(result) if isinstance(result, list | tuple) else result
-    observations = {"names": names}
-    truth = _walk(t, breadth_first=True)
-    if isinstance(names, list):
-        observations["each_node_once"] = len(names) == len(truth)
-        observations["accumulate_grad_listed"] = names.count("AccumulateGrad") == truth.count(
-            "AccumulateGrad"
-        )
-    else:
-        observations["each_node_once"] = observations["accumulate_grad_listed"] = False
-    observations["_depth_first"] = _walk(t, breadth_first=False)
-    observations["_without_accumulate_grad"] = [
-        n for n in _walk(t, breadth_first=True) if n != "AccumulateGrad"
-    ]
-    observations["_every_edge"] = _every_edge(t)
-    return observations
+def _case(visible, graph, values):
+    return {
+        "visible": visible,
+        "inputs": {"values": values},
+        "build": [_step("v", "tensor", "values"), *GRAPHS[graph]],
+        "call": {"args": ["t"]},
+        "observe": {
+            "names": ["list", "result"],
+            "node_count": ["len", "result"],
+            "accumulate_grad_count": ["count", "result", "AccumulateGrad"],
+        },
+    }
+
+
+def variants(case, env):
+    t = env["t"]
+    return {
+        "depth_first": _walk(t, breadth_first=False),
+        "without_accumulate_grad": [
+            n for n in _walk(t, breadth_first=True) if n != "AccumulateGrad"
+        ],
+        "every_edge": _every_edge(t),
+    }
 
 
 def _walk(t, *, breadth_first):

@@ -1,17 +1,16 @@
-"""Hidden inputs for micro-batch-accumulation.
+"""Hidden cases of micro-batch-accumulation. Runs only in the reference's sandbox.
 
-A case describes a small nn.Sequential (layer sizes, activation, weights), a loss
-function by name, the batch, the micro-batch size and the stale gradients the model
-carries when the learner's function is called. run() builds everything from that data,
-calls the learner and returns the model (its parameters and their .grad), plus copies
-of the model holding the gradients that known mistakes would leave (variants).
+A case describes a small nn.Sequential as plain data (layer types, weights, and the stale
+gradients the model carries when the learner's function is called), a loss by name, the
+batch and the micro-batch size. The harness (grader/harness/casework.py) builds the model
+and the loss from that data, calls the learner and observes the model (its parameters
+and their .grad). Copies of the model holding the gradients that known mistakes would
+leave are computed here, as variants, and never leave the reference's capture.
 """
 
-import torch
-from torch import nn
+import copy
 
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
-LOSSES = {"cross_entropy": nn.CrossEntropyLoss, "mse": nn.MSELoss}
+import torch
 
 # (layer sizes, activation, loss, batch size, micro-batch size, dtype) after the visible case
 PLAN = [
@@ -23,7 +22,7 @@ PLAN = [
 ]
 
 
-def generate(seed, trials):
+def make_cases(seed, trials):
     generator = torch.Generator().manual_seed(seed)
     cases = [_case([2, 4, 2], "relu", "cross_entropy", 4, 2, torch.float32, generator, True)]
     while len(cases) < trials:
@@ -40,11 +39,15 @@ def generate(seed, trials):
 
 
 def _case(sizes, activation, loss, n, micro_batch_size, dtype, generator, visible):
-    model = _build(sizes, activation, dtype)
-    state, stale = {}, {}
-    for name, param in model.named_parameters():
-        state[name] = (0.8 * torch.randn(param.shape, generator=generator)).to(dtype)
-        stale[name] = torch.randn(param.shape, generator=generator).to(dtype)
+    layers = []
+    for index, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:], strict=False)):
+        if index:
+            layers.append({"type": activation})
+        layer = {"type": "linear"}
+        for name, shape in (("weight", (fan_out, fan_in)), ("bias", (fan_out,))):
+            layer[name] = (0.8 * torch.randn(shape, generator=generator)).to(dtype)
+            layer[f"grad_{name}"] = torch.randn(shape, generator=generator).to(dtype)
+        layers.append(layer)
     X = torch.randn((n, sizes[0]), generator=generator).to(dtype)
     if loss == "cross_entropy":
         y = torch.randint(sizes[-1], (n,), generator=generator)
@@ -52,61 +55,50 @@ def _case(sizes, activation, loss, n, micro_batch_size, dtype, generator, visibl
         y = torch.randn((n, sizes[-1]), generator=generator).to(dtype)
     return {
         "visible": visible,
-        "sizes": sizes,
-        "activation": activation,
-        "loss": loss,
-        "dtype": str(dtype).removeprefix("torch."),
-        "state": state,
-        "stale_grads": stale,
-        "X": X,
-        "y": y,
-        "micro_batch_size": micro_batch_size,
+        "inputs": {
+            "layers": layers,
+            "dtype": str(dtype).removeprefix("torch."),
+            "loss_name": loss,
+            "X": X,
+            "y": y,
+            "micro_batch_size": micro_batch_size,
+        },
+        "build": [
+            {"set": "model", "op": "sequential", "args": ["layers", "dtype"]},
+            {"set": "loss_fn", "op": "loss", "args": ["loss_name"]},
+        ],
+        "call": {"args": ["model", "loss_fn", "X", "y", "micro_batch_size"]},
+        "observe": {"model": "model"},
     }
 
 
-def _build(sizes, activation, dtype):
-    layers = []
-    for index, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:], strict=False)):
-        if index:
-            layers.append(ACTIVATIONS[activation]())
-        layers.append(nn.Linear(fan_in, fan_out))
-    return nn.Sequential(*layers).to(dtype)
-
-
-def _model(case):
-    model = _build(case["sizes"], case["activation"], getattr(torch, case["dtype"]))
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            param.copy_(torch.as_tensor(case["state"][name]))
-    return model
-
-
-def run(entry, case):
-    model = _model(case)
-    for name, param in model.named_parameters():
-        param.grad = torch.as_tensor(case["stale_grads"][name]).detach().clone()
-    X = torch.as_tensor(case["X"]).detach().clone()
-    y = torch.as_tensor(case["y"]).detach().clone()
-    size = int(case["micro_batch_size"])
-    entry(model, LOSSES[case["loss"]](), X, y, size)
-
-    stale_kept = _accumulated(case, X, y, size, "right")
-    for name, param in stale_kept.named_parameters():
-        param.grad += torch.as_tensor(case["stale_grads"][name]).to(param.dtype)
+def variants(case, env):
+    stale_kept = _accumulated(env, "right")
+    for stale, param in zip(_stale(env), stale_kept.parameters(), strict=True):
+        param.grad += stale.to(param.dtype)
     return {
-        "model": model,
-        "_unscaled": _accumulated(case, X, y, size, "unscaled"),
-        "_last_only": _accumulated(case, X, y, size, "last_only"),
-        "_dropped_remainder": _accumulated(case, X, y, size, "dropped_remainder"),
-        "_stale_kept": stale_kept,
+        "unscaled": _accumulated(env, "unscaled"),
+        "last_only": _accumulated(env, "last_only"),
+        "dropped_remainder": _accumulated(env, "dropped_remainder"),
+        "stale_kept": stale_kept,
     }
 
 
-def _accumulated(case, X, y, size, mistake):
-    """A fresh copy of the model holding the gradients a (possibly mistaken) accumulation
-    loop leaves, starting from cleared gradients."""
-    model = _model(case)
-    loss_fn = LOSSES[case["loss"]]()
+def _stale(env):
+    return [
+        layer[f"grad_{name}"]
+        for layer in env["layers"]
+        if layer["type"] == "linear"
+        for name in ("weight", "bias")
+    ]
+
+
+def _accumulated(env, mistake):
+    """A copy of the case's model holding the gradients a (possibly mistaken)
+    accumulation loop leaves, starting from cleared gradients."""
+    model = copy.deepcopy(env["model"])
+    model.zero_grad(set_to_none=True)
+    loss_fn, X, y, size = env["loss_fn"], env["X"], env["y"], int(env["micro_batch_size"])
     n = len(X)
     starts = list(range(0, n, size))
     if mistake == "dropped_remainder":  # n // size micro-batches, as in the course notes

@@ -1,15 +1,17 @@
-"""Hidden inputs for numpy-backprop: float64 weights and a batch for the 2-layer network
+"""Hidden cases of numpy-backprop. Runs only in the reference's sandbox.
+
+float64 weights and a batch for the 2-layer network
 
     z1 = x @ W1.T + b1,  a1 = sigmoid(z1),  z2 = a1 @ W2.T + b2,
     loss = mean_i( -log_softmax(z2)[i, y_true[i]] )
 
-run() hands copies of the arrays to the learner's manual_backward and returns the four
-gradients as it returned them, plus the gradients two known mistakes would give
-(variants). A torch tensor instead of a NumPy array is reported as the wrong type.
+The harness (grader/harness/casework.py) hands copies of the arrays to the learner's
+manual_backward and observes the four gradients as it returned them. The gradients two
+known mistakes would give are computed here, as variants, and never leave the
+reference's capture.
 """
 
 import numpy as np
-import torch
 
 KEYS = ("W1", "b1", "W2", "b2")
 
@@ -23,7 +25,7 @@ PLAN = [
 ]
 
 
-def generate(seed, trials):
+def make_cases(seed, trials):
     rng = np.random.default_rng(seed)
     cases = [_visible()]
     while len(cases) < trials:
@@ -37,61 +39,56 @@ def generate(seed, trials):
     return cases[:trials]
 
 
-def _visible():
+def _spec(visible, arrays):
     return {
-        "visible": True,
-        "W1": np.array([[0.5, -0.3], [0.8, 0.2], [-0.6, 0.4], [0.1, -0.9]]),
-        "b1": np.array([0.1, -0.2, 0.0, 0.3]),
-        "W2": np.array([[0.7, -0.5, 0.2, 0.4], [-0.3, 0.6, -0.8, 0.1]]),
-        "b2": np.array([0.05, -0.05]),
-        "x": np.array([[1.0, 2.0], [-1.0, 0.5], [0.0, -1.5]]),
-        "y_true": np.array([0, 1, 1]),
+        "visible": visible,
+        "inputs": arrays,
+        "call": {"args": [*KEYS, "x", "y_true"]},
+        "observe": {key: ["item", "result", key] for key in KEYS},
     }
+
+
+def _visible():
+    return _spec(
+        True,
+        {
+            "W1": np.array([[0.5, -0.3], [0.8, 0.2], [-0.6, 0.4], [0.1, -0.9]]),
+            "b1": np.array([0.1, -0.2, 0.0, 0.3]),
+            "W2": np.array([[0.7, -0.5, 0.2, 0.4], [-0.3, 0.6, -0.8, 0.1]]),
+            "b2": np.array([0.05, -0.05]),
+            "x": np.array([[1.0, 2.0], [-1.0, 0.5], [0.0, -1.5]]),
+            "y_true": np.array([0, 1, 1], dtype=np.int64),
+        },
+    )
 
 
 def _case(rng, n, d, h, c, scale):
     labels = rng.integers(0, c, size=n)
     if n >= 3:
         labels[-1] = c - 1  # the last class always appears
-    return {
-        "visible": False,
-        "W1": scale * rng.standard_normal((h, d)),
-        "b1": scale * rng.standard_normal(h),
-        "W2": scale * rng.standard_normal((c, h)),
-        "b2": scale * rng.standard_normal(c),
-        "x": rng.standard_normal((n, d)),
-        "y_true": labels.astype(np.int64),
-    }
-
-
-def run(entry, case):
-    arrays = {key: np.array(_numpy(case[key]), dtype=np.float64) for key in (*KEYS, "x")}
-    labels = np.array(_numpy(case["y_true"]), dtype=np.int64)
-    result = entry(
-        arrays["W1"].copy(),
-        arrays["b1"].copy(),
-        arrays["W2"].copy(),
-        arrays["b2"].copy(),
-        arrays["x"].copy(),
-        labels.copy(),
+    return _spec(
+        False,
+        {
+            "W1": scale * rng.standard_normal((h, d)),
+            "b1": scale * rng.standard_normal(h),
+            "W2": scale * rng.standard_normal((c, h)),
+            "b2": scale * rng.standard_normal(c),
+            "x": rng.standard_normal((n, d)),
+            "y_true": labels.astype(np.int64),
+        },
     )
-    observations = {}
-    for key in KEYS:
-        observations[key] = result.get(key) if isinstance(result, dict) else result
+
+
+def variants(case, env):
+    arrays = {key: np.asarray(env[key], dtype=np.float64) for key in (*KEYS, "x")}
+    labels = np.asarray(env["y_true"], dtype=np.int64)
     n = labels.shape[0]
     right = _gradients(arrays, labels, sigmoid_derivative=True)
     no_derivative = _gradients(arrays, labels, sigmoid_derivative=False)
-    for key in KEYS:
-        observations[f"_{key}_sum"] = right[key] * n
+    found = {f"{key}_sum": right[key] * n for key in KEYS}
     for key in ("W1", "b1"):
-        observations[f"_{key}_no_sigmoid_derivative"] = no_derivative[key]
-    return observations
-
-
-def _numpy(value):
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    return value
+        found[f"{key}_no_sigmoid_derivative"] = no_derivative[key]
+    return found
 
 
 def _gradients(arrays, labels, *, sigmoid_derivative):

@@ -1,29 +1,33 @@
-"""Hidden inputs for safe-backward.
+"""Hidden cases of safe-backward. Runs only in the reference's sandbox.
 
-A case names how `y` is built from a leaf `x` (FUNCTIONS) and carries the values. run()
-builds x and y, calls the learner's backward_any(y) and returns x, whose .grad is
-compared. Where y does not require grad the reference raises ValueError, and so must
-the learner (the `raises` check compares exception types per case).
+A case carries a leaf's values and how `y` is built from the leaf `x`, as harness steps
+(grader/harness/casework.py); the harness builds x and y in the learner's sandbox, calls
+backward_any(y) and observes x, whose .grad is compared. Where y does not require grad
+the reference raises ValueError, and so must the learner (the `raises` check compares
+exception types per case).
 """
 
 import torch
 
 
-def _no_grad(x, case):
-    with torch.no_grad():
-        return x * 2
+def _step(name, op, *args, **extra):
+    return {"set": name, "op": op, "args": list(args), **extra}
 
 
 FUNCTIONS = {
-    "square": lambda x, case: x**2,
-    "sum_square": lambda x, case: (x**2).sum(),
-    "matvec": lambda x, case: case["A"].to(x.dtype) @ x,
-    "outer": lambda x, case: x.unsqueeze(-1) * x.sin(),
-    "single": lambda x, case: 3 * x**3,
-    "identity": lambda x, case: x,
-    "plain": lambda x, case: torch.tensor(case["x"].tolist(), dtype=x.dtype),
-    "no_grad": _no_grad,
-    "detached": lambda x, case: (x**2).detach(),
+    "square": [_step("y", "pow", "x", 2)],
+    "sum_square": [_step("s", "pow", "x", 2), _step("y", "sum", "s")],
+    "matvec": [_step("a", "to_dtype_of", "A", "x"), _step("y", "matmul", "a", "x")],
+    "outer": [
+        _step("u", "unsqueeze", "x", -1),
+        _step("s", "sin", "x"),
+        _step("y", "mul", "u", "s"),
+    ],
+    "single": [_step("c", "pow", "x", 3), _step("y", "mul", "c", 3)],
+    "identity": [_step("y", "same", "x")],  # y is itself a leaf that requires grad
+    "plain": [_step("y", "untracked", "x")],  # a new tensor: never tracked
+    "no_grad": [_step("y", "mul", "x", 2, no_grad=True)],
+    "detached": [_step("s", "pow", "x", 2), _step("y", "detach", "s")],
 }
 
 # (function, shape of x, dtype) after the visible case
@@ -39,23 +43,26 @@ PLAN = [
 ]
 
 
-def generate(seed, trials):
+def make_cases(seed, trials):
     generator = torch.Generator().manual_seed(seed)
-    cases = [{"visible": True, "function": "square", "x": torch.tensor([1.0, 2.0, 3.0])}]
+    cases = [_case(True, "square", torch.tensor([1.0, 2.0, 3.0]))]
     while len(cases) < trials:
         index = len(cases) - 1
         name, shape, dtype = PLAN[index] if index < len(PLAN) else ("square", (5,), torch.float64)
-        case = {"visible": False, "function": name}
-        case["x"] = torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
+        x = torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
+        A = None
         if name == "matvec":
-            case["A"] = torch.randn((3, shape[0]), generator=generator, dtype=torch.float64)
-        cases.append(case)
+            A = torch.randn((3, shape[0]), generator=generator, dtype=torch.float64)
+        cases.append(_case(False, name, x, A))
     return cases[:trials]
 
 
-def run(entry, case):
-    spec = {key: torch.as_tensor(value) for key, value in case.items() if key in ("A", "x")}
-    x = spec["x"].detach().clone().requires_grad_(True)
-    y = FUNCTIONS[case["function"]](x, spec)
-    entry(y)
-    return {"x": x}
+def _case(visible, name, x, A=None):
+    inputs = {"data": x} if A is None else {"data": x, "A": A}
+    return {
+        "visible": visible,
+        "inputs": inputs,
+        "build": [_step("x", "leaf", "data"), *FUNCTIONS[name]],
+        "call": {"args": ["y"]},
+        "observe": {"x": "x"},
+    }

@@ -2,12 +2,21 @@
 
 Runs inside the sandbox's runner child, installed before the learner's code. Each
 wrapper records the call, then calls the original; an error is recorded and re-raised.
+
+Each call also looks for evidence that the autograd engine really ran: a hook on the
+root's graph node (or on a leaf root's gradient accumulation, or on the `inputs=`
+leaves) must fire. A call that returned, changed the tracked gradients (or returned
+gradients) and fired none is reported as `autograd-not-run`: something below the
+wrappers was replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -27,7 +36,17 @@ class Recorder:
         self.truncated = False
         self.optimizer_steps = 0
         self.lookup: Callable[[], dict[str, Any]] = dict
+        self.on_tamper: Callable[[str, str], None] = lambda kind, detail: None
         self._depth = 0
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The harness's own autograd calls (gradcheck) are not the learner's."""
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
 
     def reset(self) -> None:
         self.calls = []
@@ -87,13 +106,20 @@ class Recorder:
         call = _describe(api, root, bound)
         call["grads_before"] = self._grads() if with_grads else {}
         self.calls.append(call)
+        evidence = Evidence(api, root, bound)
         try:
             result = original(*args, **kwargs)
         except BaseException as error:
+            evidence.remove()
             call["error"] = {"type": type(error).__name__, "message": _message(error)}
             call["grads_after"] = self._grads() if with_grads else {}
             raise
+        evidence.remove()
         call["grads_after"] = self._grads() if with_grads else {}
+        untracked = not call["grads_before"]  # nothing to compare: any silence counts
+        changed = untracked or call["grads_after"] != call["grads_before"] or result is not None
+        if evidence.hooked and not evidence.fired and changed:
+            self.on_tamper("autograd-not-run", f"{api} returned but the autograd engine never ran")
         return result
 
     def _grads(self) -> dict[str, Any]:
@@ -109,6 +135,50 @@ class Recorder:
                 except Exception:
                     grads[name] = None
         return grads
+
+
+class Evidence:
+    """Hooks that fire when the autograd engine executes the call's graph."""
+
+    def __init__(self, api: str, root: Any, bound: Mapping[str, Any]) -> None:
+        self.fired = False
+        self.handles: list[Any] = []
+        roots = _tensors(root)
+        leaves = _tensors(bound.get("inputs"))
+        for tensor in roots:
+            node = tensor.grad_fn
+            if node is not None:
+                self._hook(functools.partial(node.register_prehook, self._mark))
+            elif tensor.requires_grad and api != "autograd.grad":
+                leaves.append(tensor)
+        if api != "autograd.grad":
+            for leaf in leaves:
+                if leaf.is_leaf and leaf.requires_grad:
+                    self._hook(
+                        functools.partial(leaf.register_post_accumulate_grad_hook, self._mark)
+                    )
+        self.hooked = bool(self.handles)
+
+    def _hook(self, register: Callable[[], Any]) -> None:
+        with contextlib.suppress(Exception):  # a node that takes no hooks: no evidence
+            self.handles.append(register())
+
+    def _mark(self, *_: Any) -> None:
+        self.fired = True
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            with contextlib.suppress(Exception):
+                handle.remove()
+        self.handles = []
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [item for item in value if isinstance(item, torch.Tensor)][:100]
+    return []
 
 
 def _message(error: BaseException) -> str:

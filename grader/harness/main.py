@@ -16,6 +16,7 @@ import json
 import os
 import select
 import signal
+import socket
 import struct
 import sys
 import termios
@@ -25,6 +26,10 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
+
+import channel  # noqa: E402  (the harness's own modules, found through HERE)
+import runner  # noqa: E402
+from conversation import Conversation  # noqa: E402
 
 PROTOCOL = 1
 FRAME = "GRADLAB-RESULT"
@@ -37,6 +42,7 @@ POLL_SECONDS = 0.05
 DRAIN_SECONDS = 0.5  # after the child exits, how long its pipes may stay open
 PR_SET_DUMPABLE = 4
 STDIN_WAIT = 0.001
+MAX_FD = 65_536
 
 
 class BadInput(Exception):
@@ -100,77 +106,136 @@ def make_undumpable() -> None:
         pass
 
 
-def start_child(envelope: dict[str, Any]) -> tuple[int, int, int]:
-    """Forks the runner; returns (pid, output read fd, capture read fd)."""
+def start_child(envelope: dict[str, Any], max_message: int) -> tuple[int, int, socket.socket]:
+    """Forks the runner; returns (pid, output read fd, the parent's end of the channel).
+
+    The child keeps fd 0 (/dev/null), fds 1 and 2 (the output pipe) and its end of the
+    channel at channel.CHILD_FD; every other descriptor is closed before it runs anything.
+    """
     out_read, out_write = os.pipe()
-    capture_read, capture_write = os.pipe()
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:  # the runner child
         try:
             os.close(out_read)
-            os.close(capture_read)
+            parent_end.close()
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.dup2(out_write, 1)
             os.dup2(out_write, 2)
-            keep = capture_write
-            for fd in (devnull, out_write):
-                if fd not in (0, 1, 2, keep):
-                    os.close(fd)
-            os.closerange(3, keep)
-            os.closerange(keep + 1, 65_536)
+            os.dup2(child_end.detach(), channel.CHILD_FD)
+            keep = channel.CHILD_FD
+            os.closerange(keep + 1, MAX_FD)
             sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
             sys.stdout = open(1, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
             sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            from runner import run_child
-
-            run_child(envelope, keep)
+            runner.run_child(envelope, max_message)
         finally:
             os._exit(0)
     os.close(out_write)
-    os.close(capture_write)
-    return pid, out_read, capture_read
+    child_end.close()
+    return pid, out_read, parent_end
 
 
-class Collector:
-    """Reads the child's output and capture pipes, keeping at most `caps` bytes each."""
+class Pump:
+    """Moves bytes between the parent and the child until the child has ended: the
+    child's output pipe (kept up to a cap), and the protocol channel (messages read with
+    a cap on each and on the whole conversation, replies written as the child asks)."""
 
-    def __init__(self, caps: dict[int, int]) -> None:
-        self.caps = caps
-        self.data: dict[int, bytearray] = {fd: bytearray() for fd in caps}
-        self.overflow: dict[int, bool] = {fd: False for fd in caps}
-        self.open = set(caps)
+    def __init__(
+        self, out_fd: int, sock: socket.socket, talk: Conversation, caps: tuple[int, int]
+    ) -> None:
+        self.out_fd: int | None = out_fd
+        self.sock: socket.socket | None = sock
+        self.talk = talk
+        self.output_cap, self.channel_cap = caps
+        self.output = bytearray()
+        self.output_overflow = False
+        self.received = 0
+        self.channel_overflow = False
+        self.reader = channel.Reader(self.channel_cap)
+        self.outbox = bytearray()
 
-    def poll(self, timeout: float) -> bool:
-        """Reads what is ready; False when nothing arrived within `timeout`."""
-        if not self.open:
-            return False
-        readable, _, _ = select.select(list(self.open), [], [], timeout)
-        for fd in readable:
-            chunk = os.read(fd, READ_CHUNK)
-            if not chunk:
-                self.open.discard(fd)
-                os.close(fd)
-                continue
-            room = self.caps[fd] - len(self.data[fd])
-            if len(chunk) > room:
-                self.overflow[fd] = True
-            self.data[fd] += chunk[: max(room, 0)]
-        return bool(readable)
+    @property
+    def open(self) -> bool:
+        return self.out_fd is not None or self.sock is not None
+
+    def poll(self, timeout: float) -> None:
+        readers: list[Any] = [fd for fd in (self.out_fd, self.sock) if fd is not None]
+        writers = [self.sock] if self.sock is not None and self.outbox else []
+        if not readers:
+            return
+        readable, writable, _ = select.select(readers, writers, [], timeout)
+        if self.out_fd is not None and self.out_fd in readable:
+            self._read_output()
+        if self.sock is not None and self.sock in readable:
+            self._read_channel()
+        if self.sock is not None and self.sock in writable:
+            self._write_channel()
+
+    def _read_output(self) -> None:
+        assert self.out_fd is not None
+        chunk = os.read(self.out_fd, READ_CHUNK)
+        if not chunk:
+            os.close(self.out_fd)
+            self.out_fd = None
+            return
+        room = self.output_cap - len(self.output)
+        if len(chunk) > room:
+            self.output_overflow = True
+        self.output += chunk[: max(room, 0)]
+
+    def _read_channel(self) -> None:
+        assert self.sock is not None
+        try:
+            chunk = self.sock.recv(READ_CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._close_channel()
+            return
+        self.received += len(chunk)
+        if self.received > self.channel_cap:
+            self.channel_overflow = True
+            self._close_channel()
+            return
+        try:
+            messages = self.reader.feed(chunk)
+        except channel.ProtocolError as error:
+            self.talk.violation(f"unreadable message: {error}")
+            self._close_channel()
+            return
+        for message in messages:
+            for reply in self.talk.receive(message):
+                self.outbox += channel.encode_message(reply)
+
+    def _write_channel(self) -> None:
+        assert self.sock is not None
+        try:
+            sent = self.sock.send(self.outbox)
+        except OSError:
+            self._close_channel()
+            return
+        del self.outbox[:sent]
+
+    def _close_channel(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
-def wait_child(pid: int, collector: Collector) -> int:
-    """Reads until the child has exited and its pipes are closed (or stay idle)."""
+def wait_child(pid: int, pump: Pump) -> int:
+    """Serves the child until it has exited and its pipes are closed (or stay idle)."""
     status: int | None = None
     while status is None:
-        collector.poll(POLL_SECONDS)
+        pump.poll(POLL_SECONDS)
         done, raw = os.waitpid(pid, os.WNOHANG)
         if done:
             status = raw
     deadline = time.monotonic() + DRAIN_SECONDS
-    while collector.open and time.monotonic() < deadline:
-        collector.poll(POLL_SECONDS)
+    while pump.open and time.monotonic() < deadline:
+        pump.poll(POLL_SECONDS)
     return status
 
 
@@ -182,44 +247,34 @@ def termination(status: int) -> dict[str, Any]:
     return {"reason": "exit", "code": code, "message": f"exited with status {code}"}
 
 
-def fallback(envelope: dict[str, Any], why: dict[str, Any]) -> dict[str, Any]:
-    """The capture when the child produced none: says how the child ended."""
-    return {
-        "protocol": PROTOCOL,
-        "kind": envelope.get("kind", "script"),
-        "variables": {},
-        "backward_calls": [],
-        "optimizer_steps": 0,
-        "stdout": "",
-        "stdout_truncated": False,
-        "exception": None,
-        "duration_s": 0.0,
-        "terminated": why,
-        **({"defined": {}, "cases": []} if envelope.get("kind") == "function" else {}),
-    }
+def too_large(talk: Conversation, versions: dict[str, str]) -> dict[str, Any]:
+    why = {"reason": "result-too-large", "code": 0, "message": "result too large"}
+    return {**talk.capture(why, **versions), "terminated": why, "cases": [], "variables": {}}
 
 
-def build_capture(
-    envelope: dict[str, Any], raw: bytes, overflow: bool, status: int, result_cap: int
-) -> dict[str, Any]:
-    ended = termination(status)
-    if overflow:
-        why = {**ended, "reason": "result-too-large", "message": "result too large"}
-        return fallback(envelope, why)
-    try:
-        capture = json.loads(raw.decode("utf-8")) if raw else None
-    except (UnicodeDecodeError, ValueError):
-        capture = None
-    if not isinstance(capture, dict) or "protocol" not in capture:
-        if isinstance(capture, dict) and "harness_error" in capture:
-            error = capture["harness_error"]
-            return fallback(envelope, {**ended, "reason": "harness-error", "error": error})
-        return fallback(envelope, ended)
-    capture["terminated"] = None
-    return capture
+def worker_device() -> str:
+    """Asked only after the child has ended (CUDA must not be initialised before a fork)."""
+    import torch
+
+    if not os.path.exists("/dev/nvidiactl"):
+        return "cpu"
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def frame(capture: dict[str, Any], nonce: str, pump: Pump, cap: int, talk: Conversation) -> bytes:
+    capture["stderr"] = pump.output.decode("utf-8", "replace")
+    capture["stderr_truncated"] = pump.output_overflow
+    body = json.dumps(capture, separators=(",", ":")).encode("utf-8")
+    if len(body) > cap:
+        versions = {"torch_version": capture["torch"], "device": capture["device"]}
+        body = json.dumps(too_large(talk, versions), separators=(",", ":")).encode("utf-8")
+    return f"{FRAME} {nonce} {len(body)}\n".encode("ascii") + body
 
 
 def serve(stdin_fd: int, stdout_fd: int) -> int:
+    import torch  # imported once here (warm sandboxes: before the job), shared through fork
+
     try:
         envelope = json.loads(read_envelope_line(stdin_fd).decode("utf-8"))
         if not isinstance(envelope, dict) or envelope.get("protocol") != PROTOCOL:
@@ -230,33 +285,24 @@ def serve(stdin_fd: int, stdout_fd: int) -> int:
     limits = envelope.get("limits", {})
     result_cap = int(limits.get("result_bytes", DEFAULT_RESULT_BYTES))
     stderr_cap = int(limits.get("stdout_bytes", DEFAULT_STDERR_BYTES))
-    import torch  # noqa: F401  (imported once here, shared by the child through fork)
-
+    talk = Conversation(envelope)
+    child_envelope = {k: v for k, v in envelope.items() if k != "cases"}  # one at a time
     make_undumpable()
-    pid, out_fd, capture_fd = start_child(envelope)
+    pid, out_fd, sock = start_child(child_envelope, result_cap)
     try:
         nonce = read_nonce(stdin_fd)
     except BadInput as error:
         os.kill(pid, signal.SIGKILL)
         os.write(2, f"gradlab harness: bad job: {error}\n".encode())
         return 2
-    collector = Collector({out_fd: stderr_cap, capture_fd: result_cap})
-    status = wait_child(pid, collector)
-    capture = build_capture(
-        envelope,
-        bytes(collector.data[capture_fd]),
-        collector.overflow[capture_fd],
-        status,
-        result_cap,
-    )
-    capture["stderr"] = collector.data[out_fd].decode("utf-8", "replace")
-    capture["stderr_truncated"] = collector.overflow[out_fd]
-    body = json.dumps(capture, separators=(",", ":")).encode("utf-8")
-    if len(body) > result_cap:
-        why = {"reason": "result-too-large", "code": 0, "message": "result too large"}
-        body = json.dumps(fallback(envelope, why)).encode("utf-8")
-    header = f"{FRAME} {nonce} {len(body)}\n".encode("ascii")
-    view = memoryview(header + body)
+    pump = Pump(out_fd, sock, talk, (stderr_cap, result_cap))
+    status = wait_child(pid, pump)
+    versions = {"torch_version": torch.__version__.split("+")[0], "device": worker_device()}
+    if pump.channel_overflow:
+        capture = too_large(talk, versions)
+    else:
+        capture = talk.capture(termination(status), **versions)
+    view = memoryview(frame(capture, nonce, pump, result_cap, talk))
     while view:
         view = view[os.write(stdout_fd, view) :]
     return 0

@@ -1,17 +1,25 @@
-"""The runner child: runs the code under test and writes the capture JSON to a pipe.
+"""The runner child: runs the code under test and reports it to the harness parent.
 
-Runs inside the sandbox after main.py forked it (stdlib + torch + numpy only). The
-capture's shape is FORMAT.md section 3; the parent adds `stderr` and frames it.
+Runs inside the sandbox after main.py forked it (stdlib + torch + numpy only), holding
+fds 0 (/dev/null), 1 and 2 (a pipe to the parent) and the child's end of the protocol
+channel (channel.CHILD_FD), nothing else. Before any learner code it installs, in this
+order: the seccomp filter (confine.py), the autograd wrappers (instrument.py), the
+snapshot of what the harness relies on and the audit hook (guard.py); then it takes the
+harness's modules out of `sys.modules` and `sys.path`.
+
+Messages to the parent (FORMAT.md section 2): `tamper` (at once, when seen), `next`
+(learner function jobs: asks for the next case; the parent answers `case` or `end`),
+`case-result`, and one final `result`. The parent, not this process, frames the capture.
 """
 
 from __future__ import annotations
 
 import builtins
 import io
-import json
 import linecache
 import os
 import random
+import socket
 import sys
 import time
 import traceback
@@ -19,8 +27,14 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import casework
+import channel
+import confine
+import guard
+import instrument
 import numpy as np
 import torch
+import values
 from instrument import Recorder
 from values import decode, encode
 
@@ -30,7 +44,11 @@ CASES = "cases.py"
 SHOWN_FILES = (SUBMISSION, CASES)  # traceback frames kept; harness frames never shown
 MAX_MESSAGE = 2_000
 MAX_TRACEBACK = 8_000
+MAX_TAMPER = 100
 SEED = 0
+HARNESS_MODULES = (
+    "casework", "channel", "confine", "conversation", "guard", "instrument", "values", "runner",
+)  # fmt: skip
 
 
 class CappedBytes(io.RawIOBase):
@@ -116,28 +134,62 @@ def compile_source(source: str, filename: str) -> Any:
 
 
 class Runner:
-    def __init__(self, envelope: dict[str, Any]) -> None:
+    def __init__(self, envelope: dict[str, Any], end: channel.ChildEnd) -> None:
         limits = envelope.get("limits", {})
         self.envelope = envelope
+        self.end = end
         self.max_elements = int(limits.get("tensor_elements", 100_000))
         self.stdout = CappedText(int(limits.get("stdout_bytes", 65_536)))
         self.recorder = Recorder(self.max_elements)
+        self.recorder.on_tamper = self.tamper
         self.names: list[str] = list(envelope.get("names", []))
+        self.tampers = 0
+        self.audit: guard.AuditGuard | None = None
+        self.snapshot: guard.Snapshot | None = None
+
+    # -- integrity ------------------------------------------------------------------
+
+    def tamper(self, kind: str, detail: str) -> None:
+        """Sends one finding to the parent at once (later tampering cannot recall it)."""
+        if self.tampers >= MAX_TAMPER:
+            return
+        self.tampers += 1
+        self.end.send({"type": "tamper", "kind": kind, "detail": detail})
+
+    def protect(self) -> None:
+        """Everything that must be in place before the first line of learner code."""
+        confine.dumpable()
+        confine.install(os.getppid(), channel.CHILD_FD)
+        self.recorder.install()
+        modules = [casework, channel, confine, guard, instrument, values, sys.modules[__name__]]
+        spaces = guard.watched_namespaces(modules)
+        files = {m.__file__ for m in modules if m.__file__}
+        self.snapshot = guard.Snapshot(spaces)
+        self.audit = guard.AuditGuard(self.tamper, files, guard.protected_objects(spaces))
+        self.audit.install()
+        for name in HARNESS_MODULES:
+            sys.modules.pop(name, None)
+        harness_dir = os.path.dirname(os.path.abspath(__file__))
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != harness_dir]
+
+    def verify(self) -> None:
+        """Compares what the harness relies on with the snapshot taken before."""
+        assert self.snapshot is not None
+        for kind, detail in self.snapshot.changes():
+            self.tamper(kind, detail)
+
+    def watching(self) -> Any:
+        assert self.audit is not None
+        return self.audit.watching()
+
+    # -- the run --------------------------------------------------------------------
 
     def prepare(self) -> None:
         torch.set_num_threads(1)
         warnings.simplefilter("default")
-        self.recorder.install()
+        self.protect()
         sys.stdout = self.stdout
         reseed()
-
-    def base(self) -> dict[str, Any]:
-        return {
-            "protocol": PROTOCOL,
-            "kind": self.envelope["kind"],
-            "torch": torch.__version__.split("+")[0],
-            "device": "cuda" if torch.cuda.is_available() else "cpu",
-        }
 
     def run(self) -> dict[str, Any]:
         self.prepare()
@@ -151,13 +203,13 @@ class Runner:
         namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.recorder.lookup = lambda: {n: namespace[n] for n in self.names if n in namespace}
         exception, duration = self.execute(self.envelope["files"][SUBMISSION], namespace)
+        self.verify()
         variables = {}
         for name in self.names:
             if name in namespace:
                 variables[name] = self.safe_encode(namespace[name])
         stdout, truncated = self.stdout.take()
         return {
-            **self.base(),
             "variables": variables,
             "backward_calls": self.recorder.calls,
             "backward_calls_truncated": self.recorder.truncated,
@@ -175,7 +227,8 @@ class Runner:
         exception = None
         try:
             code = compile_source(source, SUBMISSION)
-            exec(code, namespace)
+            with self.watching():
+                exec(code, namespace)
         except SystemExit as error:
             if error.code not in (None, 0):
                 exception = describe_exception(error)
@@ -193,29 +246,24 @@ class Runner:
 
     def run_function(self) -> dict[str, Any]:
         files = self.envelope["files"]
+        reference = self.envelope["mode"] == "reference"
+        exercise: dict[str, Any] = {}
+        if reference:  # exercise code: only ever present in the reference's sandbox
+            exercise = {"__name__": "cases", "__builtins__": builtins}
+            exec(compile(files[CASES], CASES, "exec", dont_inherit=True), exercise)
         namespace: dict[str, Any] = {"__name__": "submission", "__builtins__": builtins}
         exception, duration = self.execute(files[SUBMISSION], namespace)
+        self.verify()
         defined = {name: name in namespace for name in self.names}
-        cases_ns: dict[str, Any] = {"__name__": "cases", "__builtins__": builtins}
-        exec(compile(files[CASES], CASES, "exec", dont_inherit=True), cases_ns)
-        reference = self.envelope["mode"] == "reference"
-        if reference:
-            reseed()
-            generated = cases_ns["generate"](int(self.envelope["seed"]), self.envelope["trials"])
-            encoded = [self.safe_encode(case) for case in generated]
-        else:
-            encoded = list(self.envelope.get("cases", []))
         entry = namespace.get(self.envelope["entry"]) if exception is None else None
         missing = exception is None and self.envelope["entry"] not in namespace
-        cases = [
-            self.run_case(cases_ns["run"], entry, raw, missing, include_input=reference)
-            for raw in encoded
-        ]
+        if reference:
+            self.reference_cases(exercise, entry, missing)
+        else:
+            self.learner_cases(entry, missing)
         stdout, truncated = self.stdout.take()
         return {
-            **self.base(),
             "defined": defined,
-            "cases": cases,
             "variables": {},
             "backward_calls": [],
             "optimizer_steps": self.recorder.optimizer_steps,
@@ -225,17 +273,35 @@ class Runner:
             "duration_s": duration,
         }
 
-    def run_case(
-        self,
-        run: Callable[..., Any],
-        entry: Any,
-        raw: dict[str, Any],
-        missing: bool,
-        *,
-        include_input: bool,
-    ) -> dict[str, Any]:
-        case = decode(raw)
-        visible = bool(case.get("visible")) if isinstance(case, dict) else False
+    def reference_cases(self, exercise: dict[str, Any], entry: Any, missing: bool) -> None:
+        reseed()
+        made = exercise["make_cases"](int(self.envelope["seed"]), int(self.envelope["trials"]))
+        variants: Callable[..., dict[str, Any]] | None = exercise.get("variants")
+        for index, case in enumerate(made):
+            raw = self.safe_encode(case)
+            decoded = decode(raw)  # the learner's run gets exactly this data
+            result = self.run_case(entry, decoded, missing)
+            if variants is not None:
+                reseed()
+                with self.recorder.paused():
+                    extra = variants(decoded, casework.prepare(decoded).values)
+                for key, value in extra.items():
+                    result["observations"][f"_{key.lstrip('_')}"] = self.safe_encode(value)
+            result["input"] = raw
+            self.end.send({"type": "case-result", "index": index, "result": result})
+
+    def learner_cases(self, entry: Any, missing: bool) -> None:
+        index = 0
+        while True:
+            self.end.send({"type": "next"})
+            message = self.end.receive()
+            if message.get("type") != "case":
+                return
+            result = self.run_case(entry, decode(message["case"]), missing)
+            self.end.send({"type": "case-result", "index": index, "result": result})
+            index += 1
+
+    def run_case(self, entry: Any, case: Any, missing: bool) -> dict[str, Any]:
         self.recorder.reset()
         self.stdout.take()
         reseed()
@@ -247,15 +313,21 @@ class Runner:
             exception = describe_exception(NameError(f"name {name!r} is not defined"))
         else:
             try:
-                result = run(entry, case)
-                if not isinstance(result, dict):
-                    raise TypeError("cases.run must return a dict of observations")
-                observations = {str(k): self.safe_encode(v) for k, v in result.items()}
+                env = casework.prepare(case)
+                with self.watching():
+                    casework.call_entry(env, case, entry)
+                    with self.recorder.paused():
+                        casework.finish(env, case, entry)
+                observations = {
+                    k: self.safe_encode(v) for k, v in casework.observations(env, case).items()
+                }
+            except casework.CaseError:
+                raise
             except BaseException as error:
                 exception = describe_exception(error)
+        self.verify()
         stdout, truncated = self.stdout.take()
-        out = {
-            "visible": visible,
+        return {
             "observations": observations,
             "exception": exception,
             "backward_calls": self.recorder.calls,
@@ -263,26 +335,16 @@ class Runner:
             "stdout_truncated": truncated,
             "duration_s": round(time.perf_counter() - started, 6),
         }
-        if include_input:
-            out["input"] = raw
-        return out
 
 
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def run_child(envelope: dict[str, Any], capture_fd: int) -> None:
-    """Entry of the runner child: runs the job, writes the capture JSON, exits."""
+def run_child(envelope: dict[str, Any], max_message: int) -> None:
+    """Entry of the runner child: runs the job, sends the result, exits."""
+    end = channel.ChildEnd(socket.socket(fileno=channel.CHILD_FD), max_message)
     try:
-        capture = Runner(envelope).run()
-        data = json.dumps(capture, allow_nan=False, separators=(",", ":")).encode("utf-8")
+        body = Runner(envelope, end).run()
+        sys.stdout = sys.__stdout__
+        end.send({"type": "result", "body": body})
     except BaseException as error:
+        sys.stdout = sys.__stdout__
         failure = {"type": type(error).__name__, "message": str(error)[:MAX_MESSAGE]}
-        data = json.dumps({"harness_error": failure}).encode("utf-8")
-    sys.stdout = sys.__stdout__
-    write_all(capture_fd, data)
-    os.close(capture_fd)
+        end.send({"type": "harness-error", "error": failure})

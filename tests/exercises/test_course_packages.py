@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.cache import ReferenceCache
-from grader.engine import validate_package
+from grader.validation import validate_package
 from grader.sandbox import get_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import load_module, load_package, package_dirs

@@ -194,7 +194,7 @@ def test_a_killed_runner_is_a_failed_run_that_says_so(grade_code: GradeCode) -> 
     assert NO_RESULT in report.message and "killed" in report.message
 
 
-def test_function_reference_carries_encoded_cases_and_the_learner_gets_only_those(
+def test_function_reference_carries_plain_data_cases_and_the_learner_gets_only_those(
     sandbox: Sandbox,
 ) -> None:
     package = package_at("chunked-mean")
@@ -204,8 +204,9 @@ def test_function_reference_carries_encoded_cases_and_the_learner_gets_only_thos
     assert all(case.input is not None for case in reference.cases)
     envelope = learner_envelope(package, "def accumulate(x, chunks):\n    pass\n", reference)
     assert "seed" not in envelope and "trials" not in envelope
-    assert envelope["files"]["submission.py"].startswith("def accumulate(x, chunks):\n    pass")
+    assert envelope["files"] == {"submission.py": "def accumulate(x, chunks):\n    pass\n"}
     assert package.solution not in str(envelope)
+    assert "make_cases" not in str(envelope) and "variants" not in str(envelope)
     assert envelope["cases"] == [dict(case.input or {}) for case in reference.cases]
     run = run_envelope(sandbox, envelope, Limits(), "cpu", "function-learner")
     learner = parse_result(run.result.stdout, run.nonce)

@@ -1,19 +1,33 @@
+"""Hidden cases of chunked-mean. Runs only in the reference's sandbox: the learner's gets
+the plain data of one case at a time, run by the harness's generic case runner."""
+
 import torch
 
+CALL = {"args": ["x", "chunks"]}
+OBSERVE = {"x": "x"}
 
-def generate(seed, trials):
+
+def make_cases(seed, trials):
     generator = torch.Generator().manual_seed(seed)
-    cases = [{"visible": True, "x": torch.tensor([1.0, 2.0, 3.0, 4.0]), "chunks": 2}]
+    cases = [_case(True, torch.tensor([1.0, 2.0, 3.0, 4.0]), 2)]
     while len(cases) < trials:
         chunks = 2 + len(cases) % 2
-        x = torch.randn(6, generator=generator)
-        cases.append({"visible": False, "x": x, "chunks": chunks})
+        cases.append(_case(False, torch.randn(6, generator=generator), chunks))
     return cases
 
 
-def run(entry, case):
-    x = case["x"].detach().clone().requires_grad_(True)
-    entry(x, case["chunks"])
-    unscaled = case["x"].detach().clone().requires_grad_(True)
-    unscaled.grad = 2 * case["x"].detach() / case["x"].numel() * case["chunks"]
-    return {"x": x, "_unscaled": unscaled}
+def _case(visible, x, chunks):
+    return {
+        "visible": visible,
+        "inputs": {"data": x, "chunks": chunks},
+        "build": [{"set": "x", "op": "leaf", "args": ["data"]}],
+        "call": CALL,
+        "observe": OBSERVE,
+    }
+
+
+def variants(case, env):
+    data = env["data"]
+    unscaled = data.clone().requires_grad_(True)
+    unscaled.grad = 2 * data / data.numel() * env["chunks"]
+    return {"unscaled": unscaled}
