@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from courses.models import Exercise
 from submissions.models import Submission
+from submissions.selectors import submission_result_withheld
 
 
 class StrictCharField(serializers.CharField):
@@ -86,3 +87,17 @@ class SubmissionOutput(SubmissionCreatedOutput):
     attempts = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     graded_at = serializers.DateTimeField(allow_null=True)
+    held_for_review = serializers.SerializerMethodField(
+        help_text="the report carries integrity flags: its score is withheld from the learner "
+        "(score, passed and checks are null/empty) until an instructor releases or rejects it"
+    )
+
+    def get_held_for_review(self, submission: Submission) -> bool:
+        return submission.review == Submission.Review.HELD
+
+    def to_representation(self, submission: Submission) -> dict[str, Any]:
+        data: dict[str, Any] = super().to_representation(submission)
+        viewer = getattr(self.context.get("request"), "user", None)
+        if submission_result_withheld(submission=submission, user=viewer):
+            data.update(score=None, passed=None, checks=[], message="")
+        return data

@@ -2,7 +2,7 @@
 
 Settings come from Django's settings (CELERY_ namespace, config/settings/base.py).
 Grading tasks go to `grading` (CPU) or `grading-gpu` by the exercise's device, chosen at
-send time (submissions.services.submission_enqueue); the periodic sweep runs on `grading`.
+send time (common.jobs.job_enqueue); the periodic sweeps run on `grading`.
 platform/ and the repository root must be on sys.path (PYTHONPATH=platform:.).
 """
 

@@ -1,7 +1,9 @@
-"""The catalog: course modules, exercises and their immutable versions."""
+"""The catalog: course modules, exercises and their immutable versions, and the
+instructor jobs (validation, regrade) run on them."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -70,3 +72,53 @@ class ExerciseVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.exercise.slug} v{self.number}"
+
+
+class ExerciseJob(models.Model):
+    """An instructor job: an exercise's validation or regrade, run by a Celery worker.
+
+    Both run many sandboxes (seconds to minutes), so they never run inside a web request:
+    the page creates the row, a worker runs it (courses.tasks) through the same claim,
+    lease and sweep as grading (common.jobs), and the page shows its state and outcome.
+    The row is the source of truth; the outcome is plain JSON.
+    """
+
+    class Kind(models.TextChoices):
+        VALIDATE = "validate", "Validation"
+        REGRADE = "regrade", "Regrade"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"  # we could not run it (sandbox fault, lost): says why in `error`
+
+    exercise = models.ForeignKey(Exercise, on_delete=models.CASCADE, related_name="jobs")
+    version = models.ForeignKey(ExerciseVersion, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    outcome = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)  # claims so far (common.jobs)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "courses_exercisejob"
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["exercise", "kind", "created_at"], name="job_recent"),
+            models.Index(fields=["status", "lease_expires_at"], name="job_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.exercise_id} ({self.status})"
+
+    @property
+    def pending(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)

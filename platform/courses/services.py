@@ -1,17 +1,31 @@
-"""Writes to the catalog. `exercises_load` syncs the database with exercises/ on disk."""
+"""Writes to the catalog: `exercises_load` syncs the database with exercises/ on disk;
+instructor jobs (validate, regrade) are created here and run by a worker."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 import tomllib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
-from courses.models import Exercise, ExerciseVersion, Module
+from common import jobs
+from common.errors import InvalidInput, NotFound
+from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.statement import render_statement
+from courses.validation import version_validate
 from grader import spec
+from submissions.services import exercise_regrade
+
+logger = logging.getLogger(__name__)
 
 HIDDEN_SEED_BOUND = 2**31  # seeds stay within a signed 32-bit int for every consumer
 
@@ -117,3 +131,114 @@ def exercise_version_create(*, exercise: Exercise, package: spec.Package) -> Exe
         starter_code=package.starter,
         hidden_seed=secrets.randbelow(HIDDEN_SEED_BOUND),
     )
+
+
+# -- instructor jobs (validate, regrade): created here, run by a worker ---------------------
+
+JOB_TIME_LIMIT_MESSAGE = "It took longer than the job time limit ({limit} s)."
+JOB_FAULT_MESSAGE = "The sandbox could not run (not the package's fault): {error}"
+JOB_LOST_MESSAGE = "The job did not finish after {attempts} attempts (its worker stopped)."
+
+
+def _job_lost_fields(job: ExerciseJob, now: datetime) -> dict[str, Any]:
+    return {
+        "status": ExerciseJob.Status.FAILED,
+        "finished_at": now,
+        "lease_expires_at": None,
+        "error": JOB_LOST_MESSAGE.format(attempts=job.attempts),
+    }
+
+
+EXERCISE_JOBS: jobs.JobKind[ExerciseJob] = jobs.JobKind(
+    name="exercise job",
+    model=ExerciseJob,
+    task_name="gradlab.run_exercise_job",
+    queue_of=lambda job: settings.GRADLAB_QUEUE_CPU,
+    running_lease_seconds=lambda: settings.GRADLAB_JOB_RUNNING_LEASE_SECONDS,
+    queued_lease_seconds=lambda: settings.GRADLAB_QUEUED_LEASE_SECONDS,
+    max_attempts=lambda: settings.GRADLAB_MAX_ATTEMPTS,
+    lost_fields=_job_lost_fields,
+)
+
+
+def exercise_job_create(*, exercise: Exercise, kind: str, user: AbstractBaseUser) -> ExerciseJob:
+    """A queued job on the exercise's current version, sent to a worker after commit."""
+    if kind not in ExerciseJob.Kind.values:
+        raise InvalidInput({"kind": f"Unknown job kind {kind!r}."})
+    if exercise.current_version_id is None:
+        raise NotFound(f"Exercise {exercise.slug!r} has no version.")
+    with transaction.atomic():
+        job = ExerciseJob.objects.create(
+            exercise=exercise,
+            version_id=exercise.current_version_id,
+            kind=kind,
+            requested_by=user,
+            lease_expires_at=jobs.job_queued_until(EXERCISE_JOBS),
+        )
+        jobs.job_enqueue_on_commit(EXERCISE_JOBS, job_id=job.pk, queue=EXERCISE_JOBS.queue_of(job))
+    return job
+
+
+def exercise_job_run(*, job_id: int) -> str:
+    """Claims the job (queued -> running), runs it, stores its outcome once. Returns the
+    job's status afterwards, or "skipped" when it was not ours to run."""
+    attempt = jobs.job_claim(EXERCISE_JOBS, job_id=job_id)
+    if attempt is None:
+        logger.info("exercise job %s: not queued, skipping this delivery", job_id)
+        return "skipped"
+    job = ExerciseJob.objects.select_related("exercise", "version").get(pk=job_id)
+    try:
+        outcome = _job_outcome(job)
+    except SoftTimeLimitExceeded:
+        limit = settings.GRADLAB_JOB_SOFT_TIME_LIMIT
+        _job_finish(job_id, attempt, error=JOB_TIME_LIMIT_MESSAGE.format(limit=limit))
+        return ExerciseJob.Status.FAILED
+    except Exception as error:  # a sandbox fault, or a bug of ours: retried, then failed
+        logger.warning("exercise job %s attempt %s: %s", job_id, attempt, error, exc_info=True)
+        return _after_job_fault(job, attempt, error)
+    _job_finish(job_id, attempt, outcome=outcome)
+    return ExerciseJob.Status.DONE
+
+
+def _job_outcome(job: ExerciseJob) -> dict[str, Any]:
+    if job.kind == ExerciseJob.Kind.VALIDATE:
+        validation = version_validate(version=job.version)
+        return {**asdict(validation), "problems": validation.problems}
+    return asdict(exercise_regrade(exercise=job.exercise))
+
+
+def _after_job_fault(job: ExerciseJob, attempt: int, error: Exception) -> str:
+    if attempt >= settings.GRADLAB_MAX_ATTEMPTS:
+        message = JOB_FAULT_MESSAGE.format(error=error)
+        _job_finish(job.pk, attempt, error=message)
+        return ExerciseJob.Status.FAILED
+    countdown = jobs.retry_backoff_seconds(
+        attempt,
+        base=settings.GRADLAB_RETRY_BACKOFF_SECONDS,
+        cap=settings.GRADLAB_RETRY_BACKOFF_MAX_SECONDS,
+    )
+    jobs.job_release(EXERCISE_JOBS, row=job, attempt=attempt, countdown=countdown)
+    return ExerciseJob.Status.QUEUED
+
+
+def _job_finish(
+    job_id: int, attempt: int, *, outcome: dict[str, Any] | None = None, error: str = ""
+) -> bool:
+    """done with an outcome, or failed with an error: written only under our claim."""
+    status = ExerciseJob.Status.FAILED if error else ExerciseJob.Status.DONE
+    updated = jobs.job_owned(EXERCISE_JOBS, job_id=job_id, attempt=attempt).update(
+        status=status,
+        outcome=outcome,
+        error=error,
+        finished_at=timezone.now(),
+        lease_expires_at=None,
+    )
+    if updated != 1:
+        logger.warning("exercise job %s attempt %s lost its claim; outcome discarded",
+                       job_id, attempt)  # fmt: skip
+    return updated == 1
+
+
+def exercise_jobs_sweep(*, now: datetime | None = None) -> jobs.SweepResult:
+    """Re-queues instructor jobs whose lease expired (a lost message, a dead worker)."""
+    return jobs.jobs_sweep(EXERCISE_JOBS, now=now)

@@ -14,6 +14,15 @@ class Submission(models.Model):
         GRADED = "graded"  # a report exists (the learner's run may still have failed)
         FAILED = "failed"  # we could not grade it: never counted as a wrong answer
 
+    class Review(models.TextChoices):
+        """An integrity hold: a report that carries integrity flags (signs of tampering)
+        keeps its score from the learner until an instructor decides."""
+
+        NONE = "", "not held"
+        HELD = "held", "held for review"
+        RELEASED = "released", "released after review"  # the grader's score counts
+        REJECTED = "rejected", "rejected after review"  # score 0
+
     learner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submissions"
     )
@@ -36,6 +45,11 @@ class Submission(models.Model):
     passed = models.BooleanField(null=True, blank=True)
     report = models.JSONField(null=True, blank=True)  # grader.protocol.Report.to_json()
     error_message = models.TextField(blank=True, default="")
+    review = models.CharField(max_length=16, choices=Review.choices, blank=True, default="")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -47,6 +61,7 @@ class Submission(models.Model):
         indexes = [
             models.Index(fields=["learner", "created_at"], name="submission_learner_recent"),
             models.Index(fields=["status", "lease_expires_at"], name="submission_lease"),
+            models.Index(fields=["review", "created_at"], name="submission_review"),
         ]
 
     def __str__(self) -> str:

@@ -56,3 +56,15 @@ def submission_list_for_module(
     if not module_is_taught_by(module_id=module_id, user=instructor):
         raise NotFound(f"No module {module_id}.")
     return _with_related(Submission.objects.filter(exercise__module_id=module_id))
+
+
+def submission_result_withheld(
+    *, submission: Submission, user: AbstractBaseUser | AnonymousUser | None
+) -> bool:
+    """A submission held for review keeps its result (score, checks, feedback) from
+    everyone but those who teach its module, until one of them decides."""
+    if submission.review != Submission.Review.HELD:
+        return False
+    if user is None:
+        return True
+    return not module_is_taught_by(module_id=submission.exercise.module_id, user=user)

@@ -3,6 +3,7 @@ run the grader, save the report once), sweep (re-queue what was lost), regrade.
 
 A submission's row is the source of truth. The broker only carries its id: a message can be
 lost (the sweep re-sends it) or delivered twice (the conditional claim ignores the second).
+Claim, enqueue, release and sweep are common.jobs, shared with the instructor jobs.
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from accounts.selectors import module_is_taught_by
+from common import jobs
 from common.errors import Conflict, InvalidInput, NotFound, RateLimited
-from courses.models import Exercise
+from courses.models import Exercise, Module
 from courses.selectors import exercise_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from submissions import grading
@@ -46,6 +50,8 @@ MESSAGE_LOST = (
     "It does not count against you: please submit again later."
 )
 Status = Submission.Status
+Review = Submission.Review
+REVIEW_DECISIONS = {"release": Review.RELEASED, "reject": Review.REJECTED}
 
 
 # -- create ------------------------------------------------------------------------------
@@ -108,10 +114,9 @@ def submission_create(
             version=exercise.current_version,
             code=code,
             idempotency_key=key,
-            lease_expires_at=timezone.now() + timedelta(seconds=queued_lease_seconds()),
+            lease_expires_at=jobs.job_queued_until(SUBMISSIONS),
         )
-        queue = queue_for(exercise)
-        transaction.on_commit(lambda: submission_enqueue(submission_id=submission.pk, queue=queue))
+        jobs.job_enqueue_on_commit(SUBMISSIONS, job_id=submission.pk, queue=queue_for(exercise))
     return submission, True
 
 
@@ -150,21 +155,25 @@ def queue_for(exercise: Exercise) -> str:
     return settings.GRADLAB_QUEUE_CPU
 
 
-def queued_lease_seconds() -> int:
-    return settings.GRADLAB_QUEUED_LEASE_SECONDS
+def _lost_fields(submission: Submission, now: datetime) -> dict[str, Any]:
+    return {
+        "status": Status.FAILED,
+        "graded_at": now,
+        "lease_expires_at": None,
+        "error_message": MESSAGE_LOST.format(attempts=submission.attempts),
+    }
 
 
-def submission_enqueue(*, submission_id: int, queue: str, countdown: float = 0) -> bool:
-    """Sends the grading task. Call it only after the row is committed. A broker failure is
-    logged, not raised: the row stays queued and the sweep sends it again later."""
-    from submissions.tasks import grade_submission
-
-    try:
-        grade_submission.apply_async(args=[submission_id], queue=queue, countdown=countdown)
-    except Exception:
-        logger.exception("could not enqueue submission %s; the sweep will retry", submission_id)
-        return False
-    return True
+SUBMISSIONS: jobs.JobKind[Submission] = jobs.JobKind(
+    name="submission",
+    model=Submission,
+    task_name="gradlab.grade_submission",
+    queue_of=lambda submission: queue_for(submission.exercise),
+    running_lease_seconds=lambda: settings.GRADLAB_RUNNING_LEASE_SECONDS,
+    queued_lease_seconds=lambda: settings.GRADLAB_QUEUED_LEASE_SECONDS,
+    max_attempts=lambda: settings.GRADLAB_MAX_ATTEMPTS,
+    lost_fields=_lost_fields,
+)
 
 
 # -- grade -------------------------------------------------------------------------------
@@ -179,7 +188,7 @@ class Outcome(str, enum.Enum):
 
 def submission_grade(*, submission_id: int) -> Outcome:
     """Claims the submission (queued -> running), grades it, saves the report once."""
-    attempt = _claim(submission_id)
+    attempt = jobs.job_claim(SUBMISSIONS, job_id=submission_id)
     if attempt is None:
         logger.info("submission %s: not queued, skipping this delivery", submission_id)
         return Outcome.SKIPPED
@@ -207,25 +216,8 @@ def submission_grade(*, submission_id: int) -> Outcome:
     return Outcome.GRADED if _finish_graded(submission_id, attempt, report) else Outcome.SKIPPED
 
 
-def _claim(submission_id: int) -> int | None:
-    """The conditional update that makes grading happen at most once per claim. Returns
-    the attempt number (the fencing token for the final write) or None."""
-    now = timezone.now()
-    lease = timedelta(seconds=settings.GRADLAB_RUNNING_LEASE_SECONDS)
-    with transaction.atomic():
-        claimed = Submission.objects.filter(pk=submission_id, status=Status.QUEUED).update(
-            status=Status.RUNNING,
-            attempts=F("attempts") + 1,
-            started_at=now,
-            lease_expires_at=now + lease,
-        )
-        if claimed != 1:
-            return None
-        return Submission.objects.values_list("attempts", flat=True).get(pk=submission_id)
-
-
 def _owned(submission_id: int, attempt: int) -> QuerySet[Submission]:
-    return Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt)
+    return jobs.job_owned(SUBMISSIONS, job_id=submission_id, attempt=attempt)
 
 
 def _finish_graded(submission_id: int, attempt: int, report: Report) -> bool:
@@ -234,27 +226,35 @@ def _finish_graded(submission_id: int, attempt: int, report: Report) -> bool:
             status=Status.GRADED,
             graded_at=timezone.now(),
             lease_expires_at=None,
-            score=report.score,
-            max_score=report.max_score,
-            passed=report.passed,
-            report=grading.json_safe(report.to_json()),
-            error_message=grading.text_safe(report.message),
+            **_report_fields(report, review=Review.NONE),
         )
         if updated != 1:
             logger.warning("submission %s attempt %s lost its claim; report discarded",
                            submission_id, attempt)  # fmt: skip
             return False
         _save_checks(submission_id, report)
-        _tell_integrations(submission_id)
     return True
 
 
-def _tell_integrations(submission_id: int) -> None:
-    """Webhooks (and LMS grade passback) of the new grade: outbox rows written in the
-    transaction of the grade itself, sent by a worker once it commits."""
-    from integrations.events import submission_graded
-
-    submission_graded(submission_id=submission_id)
+def _report_fields(report: Report, *, review: str) -> dict[str, Any]:
+    """The row's fields for a new report. A report with integrity flags puts a submission
+    that nobody reviewed yet on hold: no score until an instructor decides (the grader's
+    score stays in the report). A decision already taken stands for a regrade: released,
+    the new score counts; rejected, it stays 0."""
+    fields: dict[str, Any] = {
+        "score": report.score,
+        "max_score": report.max_score,
+        "passed": report.passed,
+        "report": grading.json_safe(report.to_json()),
+        "error_message": grading.text_safe(report.message),
+    }
+    if review == Review.NONE and report.integrity_flags:
+        review = Review.HELD
+    if review == Review.HELD:
+        fields.update(score=None, passed=None)
+    elif review == Review.REJECTED:
+        fields.update(score=0.0, passed=False)
+    return {**fields, "review": review}
 
 
 def _save_checks(submission_id: int, report: Report) -> None:
@@ -292,77 +292,22 @@ def _after_infrastructure_fault(submission: Submission, attempt: int) -> Outcome
     if attempt >= settings.GRADLAB_MAX_ATTEMPTS:
         _finish_failed(submission.pk, attempt, MESSAGE_INFRASTRUCTURE.format(attempts=attempt))
         return Outcome.FAILED
-    countdown = retry_backoff_seconds(attempt)
-    lease = timedelta(seconds=countdown + queued_lease_seconds())
-    released = _owned(submission.pk, attempt).update(
-        status=Status.QUEUED, lease_expires_at=timezone.now() + lease
+    countdown = jobs.retry_backoff_seconds(
+        attempt,
+        base=settings.GRADLAB_RETRY_BACKOFF_SECONDS,
+        cap=settings.GRADLAB_RETRY_BACKOFF_MAX_SECONDS,
     )
-    if released == 1:
-        exercise = Exercise.objects.get(pk=submission.exercise_id)
-        submission_enqueue(
-            submission_id=submission.pk, queue=queue_for(exercise), countdown=countdown
-        )
+    jobs.job_release(SUBMISSIONS, row=submission, attempt=attempt, countdown=countdown)
     return Outcome.RETRY
-
-
-def retry_backoff_seconds(attempt: int) -> float:
-    base = settings.GRADLAB_RETRY_BACKOFF_SECONDS
-    return float(min(base * 2 ** (attempt - 1), settings.GRADLAB_RETRY_BACKOFF_MAX_SECONDS))
 
 
 # -- sweep -------------------------------------------------------------------------------
 
-SWEEP_BATCH = 500
 
-
-@dataclass(frozen=True)
-class SweepResult:
-    requeued: tuple[int, ...]
-    failed: tuple[int, ...]
-
-
-def submissions_sweep(*, now: datetime | None = None) -> SweepResult:
+def submissions_sweep(*, now: datetime | None = None) -> jobs.SweepResult:
     """Re-queues submissions whose lease expired: queued ones the broker lost, running
     ones whose worker died. One that already used every attempt is marked failed."""
-    now = now or timezone.now()
-    stuck = list(
-        Submission.objects.filter(
-            status__in=[Status.QUEUED, Status.RUNNING], lease_expires_at__lt=now
-        )
-        .select_related("exercise")
-        .order_by("lease_expires_at")[:SWEEP_BATCH]
-    )
-    requeued: list[int] = []
-    failed: list[int] = []
-    for submission in stuck:
-        if _sweep_one(submission, now):
-            requeued.append(submission.pk)
-        else:
-            failed.append(submission.pk)
-    return SweepResult(requeued=tuple(requeued), failed=tuple(failed))
-
-
-def _sweep_one(submission: Submission, now: datetime) -> bool:
-    same = Submission.objects.filter(
-        pk=submission.pk,
-        status=submission.status,
-        attempts=submission.attempts,
-        lease_expires_at__lt=now,
-    )
-    if submission.attempts >= settings.GRADLAB_MAX_ATTEMPTS:
-        same.update(
-            status=Status.FAILED,
-            graded_at=now,
-            lease_expires_at=None,
-            error_message=MESSAGE_LOST.format(attempts=submission.attempts),
-        )
-        return False
-    lease = timedelta(seconds=queued_lease_seconds())
-    if same.update(status=Status.QUEUED, lease_expires_at=now + lease) == 1:
-        logger.warning("submission %s (%s) lease expired: re-queued",
-                       submission.pk, submission.status)  # fmt: skip
-        submission_enqueue(submission_id=submission.pk, queue=queue_for(submission.exercise))
-    return True
+    return jobs.jobs_sweep(SUBMISSIONS, now=now)
 
 
 # -- regrade -----------------------------------------------------------------------------
@@ -423,25 +368,62 @@ def exercise_regrade(*, exercise: Exercise) -> RegradeResult:
 
 def _apply_regrade(submission: Submission, version_id: int, report: Report) -> ScoreChange | None:
     with transaction.atomic():
+        fields = _report_fields(report, review=submission.review)
         Submission.objects.filter(pk=submission.pk).update(
-            version_id=version_id,
-            graded_at=timezone.now(),
-            score=report.score,
-            max_score=report.max_score,
-            passed=report.passed,
-            report=grading.json_safe(report.to_json()),
-            error_message=grading.text_safe(report.message),
+            version_id=version_id, graded_at=timezone.now(), **fields
         )
         _save_checks(submission.pk, report)
-        if submission.score != report.score or submission.passed != report.passed:
-            _tell_integrations(submission.pk)
-    if submission.score == report.score and submission.passed == report.passed:
+    if submission.score == fields["score"] and submission.passed == fields["passed"]:
         return None
     return ScoreChange(
         submission_id=submission.pk,
         learner=submission.learner.get_username(),
         old_score=submission.score,
-        new_score=report.score,
+        new_score=fields["score"],
         old_passed=submission.passed,
-        new_passed=report.passed,
+        new_passed=fields["passed"],
     )
+
+
+# -- integrity review ------------------------------------------------------------------
+
+
+def submission_review(
+    *, submission_id: int, module: Module, reviewer: AbstractBaseUser, decision: str
+) -> Submission:
+    """An instructor of `module` decides on a submission held for review: "release" (the
+    grader's score counts) or "reject" (score 0). Who and when are kept on the row."""
+    review = REVIEW_DECISIONS.get(decision)
+    if review is None:
+        raise InvalidInput({"decision": "Decide with 'release' or 'reject'."})
+    if not module_is_taught_by(module_id=module.pk, user=reviewer):
+        raise NotFound(f"No submission {submission_id}.")
+    submission = Submission.objects.filter(pk=submission_id, exercise__module=module).first()
+    if submission is None:
+        raise NotFound(f"No submission {submission_id}.")
+    with transaction.atomic():
+        decided = Submission.objects.filter(
+            pk=submission_id, status=Status.GRADED, review=Review.HELD
+        ).update(
+            review=review,
+            reviewed_by=reviewer,
+            reviewed_at=timezone.now(),
+            **_decided_score(submission, review),
+        )
+        if decided != 1:
+            raise Conflict(f"Submission {submission_id} is not held for review.")
+    logger.info("submission %s %s after review by %s", submission_id, review,
+                reviewer.get_username())  # fmt: skip
+    submission.refresh_from_db()
+    return submission
+
+
+def _decided_score(submission: Submission, review: str) -> dict[str, Any]:
+    if review == Review.REJECTED:
+        return {"score": 0.0, "passed": False}
+    report = submission.report if isinstance(submission.report, dict) else {}
+    score, passed = report.get("score"), report.get("passed")
+    return {
+        "score": float(score) if isinstance(score, int | float) else 0.0,
+        "passed": passed is True,
+    }

@@ -12,9 +12,10 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 
-from common.errors import Forbidden, NotFound
+from common.errors import Conflict, Forbidden, InvalidInput, NotFound
 
 CSP_HEADER = "Content-Security-Policy"
+PLAIN_TEXT = "text/plain; charset=utf-8"
 DEFAULT_POLICY = "; ".join(
     (
         "default-src 'self'",
@@ -49,8 +50,9 @@ class ContentSecurityPolicyMiddleware:
 
 
 class DomainErrorPagesMiddleware:
-    """Pages use the same selectors as the API: their NotFound and Forbidden become
-    Django's 404 and 403 pages here (the API maps them in api.exceptions)."""
+    """Pages use the same selectors and services as the API: their NotFound and Forbidden
+    become Django's 404 and 403 pages here, a bad form value a 400 and a decision already
+    taken a 409, each saying why (the API maps them in api.exceptions)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -58,8 +60,12 @@ class DomainErrorPagesMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, NotFound):
             raise Http404(exception.message) from exception
         if isinstance(exception, Forbidden):
             raise PermissionDenied(exception.message) from exception
+        if isinstance(exception, InvalidInput | Conflict):
+            status = 400 if isinstance(exception, InvalidInput) else 409
+            return HttpResponse(exception.message, status=status, content_type=PLAIN_TEXT)
+        return None

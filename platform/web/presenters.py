@@ -23,15 +23,25 @@ from submissions.models import Submission
 STDOUT_DISPLAY_CHARS = 20_000  # the grader caps stdout too; this keeps the page light
 TRACEBACK_DISPLAY_CHARS = 8_000
 VALUE_DISPLAY_CHARS = 400  # one cell of the expected-vs-yours table
-MAX_VALUE_ROWS = 12
 NO_VALUE = "\u2013"  # an en dash: no value at this step
 DONE_STATUSES = frozenset({Submission.Status.GRADED, Submission.Status.FAILED})
+HELD = "held"  # a graded submission held for review (Submission.Review.HELD)
+# The one table of status words: a submission's status, and an exercise's status in a
+# learner's progress (web.selectors.ExerciseRow).
 STATUS_LABELS = {
     "queued": "queued",
     "running": "running",
     "graded": "graded",
     "failed": "not graded",
+    HELD: "held for review",
+    "not-tried": "not tried",
+    "failing": "failing",
+    "passed": "passed",
 }
+HELD_MESSAGE = (
+    "This submission is held for review by an instructor. Its score appears here once "
+    "they have looked at it."
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +61,6 @@ class CheckView:
     diagnosis: str
     hint: str
     values: tuple[ValueRow, ...]
-    value_label: str
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,12 @@ class HistoryItem:
     detail_url: str
 
 
-def feedback_for(submission: Submission) -> Feedback:
+def feedback_for(submission: Submission, *, withheld: bool = False) -> Feedback:
+    """The feedback page of a submission. `withheld` (submissions.selectors.
+    submission_result_withheld): held for review, shown to someone who may not see its
+    result yet: no score, no check, nothing from the report."""
+    if withheld:
+        return _withheld_feedback(submission)
     report: Mapping[str, Any] = submission.report or {}
     done = submission.status in DONE_STATUSES
     checks = tuple(_check_view(raw) for raw in report.get("checks", ()))
@@ -126,7 +140,7 @@ def feedback_for(submission: Submission) -> Feedback:
         status=submission.status,
         status_label=STATUS_LABELS.get(submission.status, submission.status),
         done=done,
-        score=float(submission.score or 0.0),
+        score=float(_score(submission, report)),
         max_score=float(submission.max_score or submission.exercise.points),
         passed=bool(submission.passed),
         message=_run_message(submission, report),
@@ -144,19 +158,52 @@ def feedback_for(submission: Submission) -> Feedback:
     )
 
 
+def _withheld_feedback(submission: Submission) -> Feedback:
+    return Feedback(
+        id=submission.pk,
+        status=HELD,
+        status_label=STATUS_LABELS[HELD],
+        done=True,
+        score=0.0,
+        max_score=float(submission.max_score or submission.exercise.points),
+        passed=False,
+        message=HELD_MESSAGE,
+        checks=(),
+        diagnoses=(),
+        stdout="",
+        stdout_truncated=False,
+        stdout_cap=STDOUT_DISPLAY_CHARS,
+        exception=None,
+        curves=None,
+        curve_rows=(),
+        created_at=submission.created_at,
+        graded_at=submission.graded_at,
+        detail_url=reverse("web:submission", args=[submission.pk]),
+    )
+
+
+def _score(submission: Submission, report: Mapping[str, Any]) -> float:
+    """The stored score; while held (no score yet), the grader's, for those who review."""
+    if submission.score is not None:
+        return submission.score
+    raw = report.get("score")
+    return float(raw) if isinstance(raw, int | float) else 0.0
+
+
 def history_item(submission: Submission) -> HistoryItem:
-    done = submission.status in DONE_STATUSES
-    if submission.status == Submission.Status.GRADED:
-        badge = "passed" if submission.passed else "failing"
-        label = "passed" if submission.passed else "failing"
+    """One line of a submission list. A held submission shows no score to anyone."""
+    if submission.review == Submission.Review.HELD:
+        status = HELD
+    elif submission.status == Submission.Status.GRADED:
+        status = "passed" if submission.passed else "failing"
     else:
-        badge, label = submission.status, STATUS_LABELS.get(submission.status, submission.status)
+        status = submission.status
     return HistoryItem(
         id=submission.pk,
         status=submission.status,
-        label=label,
-        badge=badge,
-        done=done and submission.status == Submission.Status.GRADED,
+        label=STATUS_LABELS.get(status, status),
+        badge=status,
+        done=status in ("passed", "failing"),
         score=float(submission.score or 0.0),
         max_score=float(submission.max_score or submission.exercise.points),
         created_at=submission.created_at,
@@ -174,7 +221,6 @@ def _run_message(submission: Submission, report: Mapping[str, Any]) -> str:
 
 def _check_view(raw: Mapping[str, Any]) -> CheckView:
     data = raw.get("data") or {}
-    label, values = _values(data if isinstance(data, Mapping) else {})
     return CheckView(
         name=str(raw.get("name", "")),
         passed=bool(raw.get("passed")),
@@ -183,8 +229,7 @@ def _check_view(raw: Mapping[str, Any]) -> CheckView:
         message=str(raw.get("message") or ""),
         diagnosis=str(raw.get("diagnosis") or ""),
         hint=str(raw.get("hint") or ""),
-        values=values,
-        value_label=label,
+        values=_values(data if isinstance(data, Mapping) else {}),
     )
 
 
@@ -285,29 +330,10 @@ def _short(value: Any) -> str:
     return text
 
 
-def _values(data: Mapping[str, Any]) -> tuple[str, tuple[ValueRow, ...]]:
-    """Expected-vs-got rows from a check's data, whatever the check type put there:
-    {"want" | "expected", "got"} for one value, or {"cases": [{...}, ...]} for the visible
-    cases of a function exercise. Anything else (e.g. {"case": 3} of a hidden case) shows
-    no table."""
-    if _has_pair(data):
-        label = str(data.get("label") or data.get("target") or "value")
-        return "", (_pair(label, data),)
-    cases = data.get("cases")
-    if isinstance(cases, list):
-        rows = [
-            _pair(str(c.get("label") or f"case {i}"), c)
-            for i, c in enumerate(cases)
-            if isinstance(c, Mapping) and _has_pair(c)
-        ]
-        return "input", tuple(rows[:MAX_VALUE_ROWS])
-    return "", ()
-
-
-def _has_pair(data: Mapping[str, Any]) -> bool:
-    return "got" in data and ("want" in data or "expected" in data)
-
-
-def _pair(label: str, data: Mapping[str, Any]) -> ValueRow:
-    expected = data["want"] if "want" in data else data.get("expected")
-    return ValueRow(label, _short(expected), _short(data.get("got")))
+def _values(data: Mapping[str, Any]) -> tuple[ValueRow, ...]:
+    """The expected-vs-got row of a check's data {"label", "want", "got"} (grader.checks).
+    Anything else (e.g. {"case": 3} of a hidden case) shows no table."""
+    if "got" not in data or "want" not in data:
+        return ()
+    label = str(data.get("label") or "value")
+    return (ValueRow(label, _short(data["want"]), _short(data["got"])),)

@@ -11,15 +11,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, QuerySet
 
 from accounts.models import Enrollment
-from courses.models import Exercise, Module
+from courses.models import Exercise, ExerciseJob, Module
 from submissions.models import CheckResult, Submission
-from web.models import ExerciseJob
-from web.presenters import diagnosis_title
+from web.presenters import STATUS_LABELS, diagnosis_title
 
 TOP_DIAGNOSES = 3
 HISTORY_LIMIT = 50
-
-STATUS_LABELS = {"not-tried": "not tried", "failing": "failing", "passed": "passed"}
 
 
 @dataclass(frozen=True)
@@ -30,7 +27,7 @@ class ExerciseRow:
     points: float
     attempts: int
     best_score: float
-    status: str  # "not-tried" | "failing" | "passed"
+    status: str  # "not-tried" | "held" | "failing" | "passed"
 
     @property
     def status_label(self) -> str:
@@ -86,16 +83,22 @@ def module_exercises(module: Module) -> QuerySet[Exercise]:
     )
 
 
+COUNTED = Q(status=Submission.Status.GRADED) & ~Q(review=Submission.Review.HELD)
+
+
 def learner_progress(*, module: Module, user: AbstractBaseUser) -> list[ExerciseRow]:
+    """Per exercise: attempts, best score and status. A submission held for review counts
+    for nothing until an instructor releases (or rejects) it."""
     stats = {
         row["exercise_id"]: row
         for row in Submission.objects.filter(learner=user, exercise__module=module)
         .values("exercise_id")
         .annotate(
             attempts=Count("id"),
-            best=Max("score", filter=Q(status=Submission.Status.GRADED)),
-            passed=Count("id", filter=Q(status=Submission.Status.GRADED, passed=True)),
-            graded=Count("id", filter=Q(status=Submission.Status.GRADED)),
+            best=Max("score", filter=COUNTED),
+            passed=Count("id", filter=COUNTED & Q(passed=True)),
+            graded=Count("id", filter=COUNTED),
+            held=Count("id", filter=Q(review=Submission.Review.HELD)),
         )
     }
     rows = []
@@ -116,9 +119,13 @@ def learner_progress(*, module: Module, user: AbstractBaseUser) -> list[Exercise
 
 
 def _status(row: dict | None) -> str:
-    if not row or not row["graded"]:
+    if not row:
         return "not-tried"
-    return "passed" if row["passed"] else "failing"
+    if row["passed"]:
+        return "passed"
+    if row["graded"]:
+        return "failing"
+    return "held" if row["held"] else "not-tried"
 
 
 def module_summary(rows: list[ExerciseRow]) -> ModuleSummary:
@@ -153,9 +160,7 @@ def exercise_stats(module: Module) -> list[ExerciseStats]:
         for row in subs.values("exercise_id").annotate(
             attempts=Count("id"),
             tried=Count("learner", distinct=True),
-            passed=Count(
-                "learner", distinct=True, filter=Q(status=Submission.Status.GRADED, passed=True)
-            ),
+            passed=Count("learner", distinct=True, filter=COUNTED & Q(passed=True)),
         )
     }
     diagnoses = _diagnosis_counts(subs)
@@ -203,7 +208,7 @@ def gradebook(module: Module) -> tuple[list[Exercise], list[GradeRow]]:
     best = {
         (row["learner_id"], row["exercise_id"]): row["best"]
         for row in class_submissions(module)
-        .filter(status=Submission.Status.GRADED)
+        .filter(COUNTED)
         .values("learner_id", "exercise_id")
         .annotate(best=Max("score"))
     }
@@ -242,3 +247,43 @@ def stale_submissions(exercise: Exercise) -> int:
         .exclude(version_id=exercise.current_version_id)
         .count()
     )
+
+
+REVIEWED_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class FlaggedRow:
+    """A submission whose report carried integrity flags, for its module's instructors."""
+
+    submission: Submission
+    flags: tuple[tuple[str, str], ...]  # (kind, detail), as the grader reported them
+    grader_score: float | None  # the score the grader gave, counted only once released
+
+    @property
+    def held(self) -> bool:
+        return self.submission.review == Submission.Review.HELD
+
+
+def flagged_submissions(module: Module) -> tuple[list[FlaggedRow], list[FlaggedRow]]:
+    """(held for review, oldest first; the last REVIEWED_SHOWN decisions, newest first)."""
+    flagged = (
+        Submission.objects.filter(exercise__module=module)
+        .exclude(review=Submission.Review.NONE)
+        .select_related("learner", "exercise", "reviewed_by")
+    )
+    held = flagged.filter(review=Submission.Review.HELD).order_by("created_at", "id")
+    reviewed = flagged.exclude(review=Submission.Review.HELD).order_by("-reviewed_at", "-id")
+    return [_flagged(s) for s in held], [_flagged(s) for s in reviewed[:REVIEWED_SHOWN]]
+
+
+def _flagged(submission: Submission) -> FlaggedRow:
+    report = submission.report if isinstance(submission.report, dict) else {}
+    raw = report.get("integrity_flags")
+    flags = tuple(
+        (str(flag.get("kind", "")), str(flag.get("detail", "")))
+        for flag in (raw if isinstance(raw, list) else [])
+        if isinstance(flag, dict)
+    )
+    score = report.get("score")
+    return FlaggedRow(submission, flags, float(score) if isinstance(score, int | float) else None)

@@ -30,6 +30,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("teach/<slug:module_slug>/", instructor.teach_module, name="teach_module"),
     path("teach/<slug:module_slug>/grades.csv", instructor.grades_csv, name="grades_csv"),
     path(
+        "teach/<slug:module_slug>/submissions/<int:submission_id>/review/",
+        instructor.review_submission,
+        name="review_submission",
+    ),
+    path(
         "teach/<slug:module_slug>/learners/<int:user_id>/",
         instructor.teach_learner,
         name="teach_learner",

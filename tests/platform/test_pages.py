@@ -257,7 +257,7 @@ def test_grade_csv_lists_each_learners_best_score(
 def test_instructor_asks_for_a_validation_which_waits_for_a_worker(
     catalog: Any, bob_instructor: Any, settings: Any
 ) -> None:
-    from web.models import ExerciseJob
+    from courses.models import ExerciseJob
 
     settings.GRADLAB_QUEUE_CPU = "grading-unconsumed-web-test"  # no worker listens here
     bob = client_for(bob_instructor)

@@ -179,6 +179,11 @@ GRADLAB_RUNNING_LEASE_SECONDS = env_int("GRADLAB_RUNNING_LEASE_SECONDS", 240)
 # A queued submission not claimed within this time is re-sent (the broker lost it).
 GRADLAB_QUEUED_LEASE_SECONDS = env_int("GRADLAB_QUEUED_LEASE_SECONDS", 300)
 GRADLAB_SWEEP_INTERVAL_SECONDS = env_float("GRADLAB_SWEEP_INTERVAL_SECONDS", 60.0)
+# Instructor jobs (validate, regrade) run many sandboxes: their own time limits, and a
+# running lease above the hard limit (the same sweep re-queues a job whose worker died).
+GRADLAB_JOB_SOFT_TIME_LIMIT = env_int("GRADLAB_JOB_SOFT_TIME_LIMIT", 30 * 60)
+GRADLAB_JOB_TIME_LIMIT = env_int("GRADLAB_JOB_TIME_LIMIT", 31 * 60)
+GRADLAB_JOB_RUNNING_LEASE_SECONDS = env_int("GRADLAB_JOB_RUNNING_LEASE_SECONDS", 35 * 60)
 GRADLAB_MAX_ATTEMPTS = env_int("GRADLAB_MAX_ATTEMPTS", 4)
 GRADLAB_RETRY_BACKOFF_SECONDS = env_float("GRADLAB_RETRY_BACKOFF_SECONDS", 5.0)
 GRADLAB_RETRY_BACKOFF_MAX_SECONDS = env_float("GRADLAB_RETRY_BACKOFF_MAX_SECONDS", 120.0)
@@ -189,11 +194,18 @@ CELERY_TASK_DEFAULT_QUEUE = GRADLAB_QUEUE_CPU
 CELERY_TASK_ROUTES = {
     "gradlab.grade_submission": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.sweep_submissions": {"queue": GRADLAB_QUEUE_CPU},
+    "gradlab.run_exercise_job": {"queue": GRADLAB_QUEUE_CPU},
+    "gradlab.sweep_exercise_jobs": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.reap_sandboxes": {"queue": GRADLAB_QUEUE_CPU},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "gradlab.sweep_submissions",
+        "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+    },
+    "sweep-stuck-exercise-jobs": {
+        "task": "gradlab.sweep_exercise_jobs",
         "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
     },

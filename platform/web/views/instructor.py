@@ -1,5 +1,6 @@
-"""Instructor pages: class statistics, one learner's work, grade export, regrade and
-validation of an exercise. Each starts with accounts.selectors.module_get_taught (403)."""
+"""Instructor pages: class statistics, submissions held for review (release or reject),
+one learner's work, grade export, regrade and validation of an exercise. Each starts with
+accounts.selectors.module_get_taught (403)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.selectors import module_get_taught, module_member_get
+from courses.models import ExerciseJob
 from courses.selectors import exercise_get_in_module
+from courses.services import exercise_job_create
+from submissions.services import submission_review
 from web import selectors
-from web.models import REGRADE, VALIDATE
 from web.presenters import history_item
-from web.services import exercise_job_create
+
+VALIDATE = ExerciseJob.Kind.VALIDATE
+REGRADE = ExerciseJob.Kind.REGRADE
 
 
 @login_required
@@ -25,8 +30,11 @@ from web.services import exercise_job_create
 def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
     module = module_get_taught(slug=module_slug, user=request.user)
     exercises, grades = selectors.gradebook(module)
+    held, reviewed = selectors.flagged_submissions(module)
     context = {
         "module": module,
+        "held": held,
+        "reviewed": reviewed,
         "stats": selectors.exercise_stats(module),
         "exercises": exercises,
         "grades": grades,
@@ -126,6 +134,20 @@ def _start_job(
     exercise = exercise_get_in_module(module=module, slug=exercise_slug)
     exercise_job_create(exercise=exercise, kind=kind, user=request.user)
     return redirect("web:teach_exercise", module.slug, exercise.slug)
+
+
+@login_required
+@require_POST
+def review_submission(request: HttpRequest, module_slug: str, submission_id: int) -> HttpResponse:
+    """Release (the grader's score counts) or reject (score 0) a submission held for review."""
+    module = module_get_taught(slug=module_slug, user=request.user)
+    submission_review(
+        submission_id=submission_id,
+        module=module,
+        reviewer=request.user,
+        decision=request.POST.get("decision", ""),
+    )
+    return redirect(f"{_teach_url(module)}#review")
 
 
 def _teach_url(module: Any) -> str:

@@ -20,10 +20,10 @@ from common.errors import DomainError, InvalidInput, RateLimited
 from courses.models import Exercise, Module
 from courses.selectors import exercise_get_in_module, module_get, module_list
 from submissions.models import Submission
-from submissions.selectors import submission_get
+from submissions.selectors import submission_get, submission_result_withheld
 from submissions.services import submission_create
 from web import selectors
-from web.presenters import feedback_for, history_item
+from web.presenters import HELD, Feedback, feedback_for, history_item
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -81,7 +81,7 @@ def _render_exercise(
         "statement_html": _trusted_statement(version.statement_html),
         "code": code if code is not None else (latest.code if latest else version.starter_code),
         "restored": code is None and latest is not None,
-        "latest": feedback_for(latest) if latest else None,
+        "latest": _feedback(latest, request) if latest else None,
         "pending_status_url": _status_url(latest) if latest and not _done(latest) else "",
         "history": [history_item(s) for s in history],
         "form_errors": errors or [],
@@ -132,7 +132,7 @@ def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
     submission = submission_get(user=request.user, submission_id=submission_id)
     exercise = submission.exercise
     context = {
-        "fb": feedback_for(submission),
+        "fb": _feedback(submission, request),
         "exercise": exercise,
         "owner": submission.learner,
         "code": submission.code,
@@ -168,11 +168,15 @@ def _status_payload(submission: Submission, *, request: HttpRequest | None) -> d
         "url": reverse("web:submission", args=[submission.pk]),
     }
     if payload["done"] and request is not None:
+        feedback = _feedback(submission, request)
         payload.update(
-            score=submission.score, max_score=submission.max_score, passed=submission.passed
+            score=None if feedback.status == HELD else submission.score,
+            max_score=submission.max_score,
+            passed=None if feedback.status == HELD else submission.passed,
+            held_for_review=submission.review == Submission.Review.HELD,
         )
         payload["feedback_html"] = render_to_string(
-            "web/_feedback.html", {"fb": feedback_for(submission)}, request=request
+            "web/_feedback.html", {"fb": feedback}, request=request
         )
         if submission.learner_id == request.user.pk:
             history = selectors.exercise_history(exercise=submission.exercise, user=request.user)
@@ -182,6 +186,11 @@ def _status_payload(submission: Submission, *, request: HttpRequest | None) -> d
                 request=request,
             )
     return payload
+
+
+def _feedback(submission: Submission, request: HttpRequest) -> Feedback:
+    withheld = submission_result_withheld(submission=submission, user=request.user)
+    return feedback_for(submission, withheld=withheld)
 
 
 def _crumbs(

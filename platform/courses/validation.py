@@ -1,10 +1,11 @@
-"""Validation of an exercise package from the browser: grader.engine.validate_package
-through the configured sandbox (the same backend and reference cache the workers use).
+"""The body of a validation job (courses.services.exercise_job_run): a version's package
+through grader.validation.validate_package, in the configured sandbox with the reference cache
+the workers use. Its outcome (a row per run: the reference passes, every known wrong
+solution fails with its declared diagnosis, every alternative passes) is stored as the
+job's JSON outcome; `python -m grader check` gives the same answer.
 
-It runs synchronously inside the request, with a clear wait message on the page: the
-instructor asked for it and waits for its outcome, which is not stored anywhere (the
-`python -m grader check` command gives the same answer). A version's reference, wrong
-solutions and alternatives are a handful of sandbox runs: seconds, not minutes.
+A broken package is an outcome (the instructor fixes it). A sandbox fault is not: it
+raises InfrastructureError, and the job is retried, then failed, like a grading.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from courses.models import ExerciseVersion
-from grader.engine import Validation
-from grader.protocol import ExerciseError, InfrastructureError
+from grader.protocol import ExerciseError
 from grader.spec import PackageError
+from grader.validation import Validation, validate_package
 from submissions import grading
-
-EXPECTED_WAIT_S = 15  # shown to the instructor; a few sandbox runs of a few seconds each
 
 
 @dataclass(frozen=True)
@@ -39,12 +38,10 @@ class ValidationOutcome:
         return sum(1 for r in self.rows if not r.ok) + (1 if self.error else 0)
 
 
-def validate_version(version: ExerciseVersion) -> ValidationOutcome:
-    from grader import engine
-
+def version_validate(*, version: ExerciseVersion) -> ValidationOutcome:
     try:
         package = grading.package_of(dict(version.files))
-        result = engine.validate_package(
+        result = validate_package(
             package,
             sandbox=grading.sandbox(),
             cache=grading.reference_cache(),
@@ -52,10 +49,6 @@ def validate_version(version: ExerciseVersion) -> ValidationOutcome:
         )
     except (PackageError, ExerciseError) as error:
         return ValidationOutcome(ok=False, rows=(), error=f"The package is invalid: {error}")
-    except InfrastructureError as error:
-        return ValidationOutcome(
-            ok=False, rows=(), error=f"The sandbox could not run (not the package's fault): {error}"
-        )
     return outcome_of(result)
 
 
