@@ -48,10 +48,18 @@ def run_raw(bubblewrap_raw: BubblewrapSandbox) -> Iterator[RawRun]:
     assert_no_leftovers(prefix)
 
 
-@pytest.fixture(params=["bubblewrap", "bubblewrap-warm", "docker"])
+BACKEND_PARAMS = [
+    "bubblewrap",
+    "bubblewrap-warm",
+    pytest.param("docker", marks=pytest.mark.docker),
+]
+
+
+@pytest.fixture(scope="module", params=BACKEND_PARAMS)
 def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """Each real sandbox backend, with the real harness ("bubblewrap-warm": bubblewrap
-    with warm spare sandboxes, torch imported before the job arrives)."""
+    with warm spare sandboxes, torch imported before the job arrives). One per module and
+    backend: a module's tests run backend by backend, in file order."""
     if request.param == "docker":
         reason = docker_unavailable_reason()
         if reason is not None:

@@ -1,8 +1,10 @@
 """Attacks submitted as learner code, graded through the full path (grader.engine.grade)
 in each real sandbox backend.
 
-Every attack must end in a clear failed result (or a zero score for faked gradients),
-leave nothing behind, and the worker must then grade a correct submission correctly.
+Every attack must end in a clear failed result (or a zero score for faked gradients) and
+leave nothing behind. The module runs backend by backend (a module-scoped backend and
+reference cache: the reference runs once per backend, each attack once), and its last
+test grades a correct submission after all the attacks: it must still get full marks.
 """
 
 from __future__ import annotations
@@ -49,8 +51,10 @@ class Grader:
         return grade(job, sandbox=self.backend, cache=self.cache)
 
     def assert_contained(self) -> None:
-        """Nothing of the attack survives, and the next (correct) submission gets full marks."""
-        assert_no_leftovers(self.prefix)
+        """Nothing of any attack so far survives (processes, cgroups, containers)."""
+        assert_no_leftovers(self.prefix, docker=self.backend.name == "docker")
+
+    def assert_full_marks_for_the_solution(self) -> None:
         report = self.grade(self.package.solution)
         assert report.status == "graded" and report.passed, report.to_json()
         assert report.score == report.max_score
@@ -63,11 +67,10 @@ def generous_package() -> Package:
     return Package.from_files(files, origin=str(EXERCISE))
 
 
-@pytest.fixture
-def grader(backend: Sandbox, tmp_path: Path) -> Grader:
-    package = generous_package()
-    cache = ReferenceCache(tmp_path / "reference-cache")
-    return Grader(backend, package, cache)
+@pytest.fixture(scope="module")
+def grader(backend: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Grader:
+    cache = ReferenceCache(tmp_path_factory.mktemp("reference-cache"))
+    return Grader(backend, generous_package(), cache)
 
 
 def assert_failed(report: Report, *words: str) -> None:
@@ -406,3 +409,11 @@ def test_killing_the_harness_never_forges_a_pass(grader: Grader) -> None:
     else:  # the harness survived (e.g. as pid 1): the wrong gradient is graded as such
         assert any(c.diagnosis == "sign-error" for c in report.checks), report.to_json()
     grader.assert_contained()
+
+
+# --- after every attack (keep last: the module runs backend by backend, in file order) ---
+
+
+def test_a_correct_submission_after_all_the_attacks_gets_full_marks(grader: Grader) -> None:
+    grader.assert_contained()
+    grader.assert_full_marks_for_the_solution()
