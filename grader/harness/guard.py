@@ -40,6 +40,7 @@ AUTOGRAD_VARIABLE = importlib.import_module("torch.autograd.variable")
 OPTIMIZER = importlib.import_module("torch.optim.optimizer")
 
 MAX_DETAIL = 300
+VOLATILE = frozenset({"__warningregistry__"})  # a module's record of warnings it issued
 PROC_PREFIXES = ("/proc/self", "/proc/thread-self", "/dev/fd", "/proc/")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
@@ -237,7 +238,7 @@ class Snapshot:
             now = self._identities(space)
             is_module = isinstance(space, types.ModuleType)
             for key in before.keys() | now.keys():
-                if before.get(key) == now.get(key):
+                if before.get(key) == now.get(key) or key in VOLATILE:
                     continue
                 if (
                     key not in before

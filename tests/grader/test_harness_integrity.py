@@ -90,7 +90,7 @@ for attempt in (
 print("refused", len(refused))
 """
     report = grade_code("chain-rule", code)
-    assert report.status == "graded" and report.score == 0
+    assert report.status == "graded" and not report.passed  # the run went on, it earned nothing
     assert "refused 4" in report.stdout
     assert "signal" in tamper_kinds(report)
     assert_solution_still_passes(grade_code, "chain-rule")

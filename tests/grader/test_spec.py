@@ -108,6 +108,20 @@ def test_function_exercises_need_entry_trials_and_cases() -> None:
         Package.from_files(files)
 
 
+def test_cases_py_defines_make_cases_and_no_learner_side_runner() -> None:
+    files = dict(package_at("chunked-mean").files)
+    files["cases.py"] = files["cases.py"].replace("def make_cases(", "def generate(")
+    with pytest.raises(PackageError, match=r"cases\.py: must define make_cases"):
+        Package.from_files(files)
+    files = dict(package_at("chunked-mean").files)
+    files["cases.py"] += "\n\ndef run(entry, case):\n    return entry(case)\n"
+    with pytest.raises(PackageError, match=r"cases\.py: run\(\)/generate\(\) are gone"):
+        Package.from_files(files)
+    files["cases.py"] = "def make_cases(seed, trials)\n"
+    with pytest.raises(PackageError, match=r"cases\.py: line 1"):
+        Package.from_files(files)
+
+
 def test_folder_name_must_equal_the_slug(tmp_path: Path) -> None:
     folder = tmp_path / "renamed"
     for name, text in files_with().items():
