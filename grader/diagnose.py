@@ -9,8 +9,9 @@ So "why this diagnosis?" is answered by this module alone:
 - Difference rules: `difference_slug` (shape/dtype/device/kind, then `ratio_slug`:
   sign-error, scaled-by-n, forgot-zero-grad from a whole-number factor).
 - Run rules: `context_diagnosis` (course errors and crashes over generic findings, cut
-  graphs), `missing_grad_slug`, `count_slug`, `history_slug`, the loss-curve rules,
-  `graph_facts_slug`, `message_slug`, `error_slug`.
+  graphs), `missing_grad_slug`, `grad_written_by_hand`, `count_slug`, `history_slug`, the
+  loss-curve rules, `graph_facts_slug`, `typed_error_message`, `message_slug`,
+  `error_slug`.
 
 Every rule is total over captured numbers (NaN, infinities, subnormals): none raises.
 """
@@ -34,7 +35,14 @@ from grader.capture import (
     TensorValue,
     Value,
 )
-from grader.checks.compare import Difference, Mismatch, Tolerance, all_close, compare_tensors
+from grader.checks.compare import (
+    Difference,
+    Mismatch,
+    Tolerance,
+    all_close,
+    compare_tensors,
+    normalise,
+)
 from grader.checks.trials import Trial
 
 INTEGER_TOLERANCE = 1e-4  # how close a ratio must be to an integer to count as one
@@ -200,6 +208,24 @@ def error_slug(message: str) -> str | None:
         if fragment in lowered:
             return slug
     return None
+
+
+def _hit(text: str, trial: Trial, *, reference: bool) -> bool:
+    """Did the run hit an error (a recorded backward error or its uncaught exception)
+    whose message contains `text`?"""
+    calls = trial.reference_calls if reference else trial.learner_calls
+    exception = trial.reference_exception if reference else trial.learner_exception
+    messages = [c.error.message for c in calls if c.error is not None]
+    if exception is not None:
+        messages.append(exception.message)
+    wanted = normalise(text)
+    return bool(wanted) and any(wanted in normalise(m) for m in messages)
+
+
+def typed_error_message(text: str, trial: Trial) -> bool:
+    """A message check holds the expected text of an error the reference's run hit, but
+    the learner's run never hit one with that text: typed in, not caught (hard-coded)."""
+    return _hit(text, trial, reference=True) and not _hit(text, trial, reference=False)
 
 
 def message_slug(got: str, want: str) -> str:

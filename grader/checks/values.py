@@ -204,18 +204,6 @@ def _text_of(value: Value | Missing) -> str | None:
     return None
 
 
-def _hit(text: str, trial: Trial, *, reference: bool) -> bool:
-    """Did the run hit an error (a recorded backward error or its uncaught exception)
-    whose message contains `text`?"""
-    calls = trial.reference_calls if reference else trial.learner_calls
-    exception = trial.reference_exception if reference else trial.learner_exception
-    messages = [c.error.message for c in calls if c.error is not None]
-    if exception is not None:
-        messages.append(exception.message)
-    wanted = normalise(text)
-    return bool(wanted) and any(wanted in normalise(m) for m in messages)
-
-
 def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
     options = options_of(spec.options, CheckOptions)
@@ -228,9 +216,7 @@ def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outc
         if mine is None:
             return failed(f"{target} holds {kind_name(got)}, expected a message", "wrong-type")
         if normalise(theirs or "") in normalise(mine):
-            if _hit(theirs or "", trial, reference=True) and not _hit(
-                theirs or "", trial, reference=False
-            ):
+            if diagnose.typed_error_message(theirs or "", trial):
                 return failed(
                     f"{target} holds the expected message, but your code never hit an error "
                     "with that message: it was typed in, not caught",
