@@ -5,5 +5,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
     path("api/v1/", include("integrations.urls")),
+    path("lti/", include("lti.urls")),
     path("", include("web.urls")),
 ]

@@ -10,7 +10,10 @@ from submissions.models import Submission
 
 
 def submission_graded(*, submission_id: int) -> None:
-    """A submission got a (new) grade: tell the course's webhooks."""
+    """A submission got a (new) grade: tell the course's webhooks and, for a learner
+    launched from an LMS, post the score to its gradebook (lti.passback)."""
+    from lti.passback import scores_record
+
     submission = Submission.objects.select_related("exercise__module", "version", "learner").get(
         pk=submission_id
     )
@@ -19,3 +22,4 @@ def submission_graded(*, submission_id: int) -> None:
         event_type=webhooks.SUBMISSION_GRADED,
         payload=webhooks.submission_graded_payload(submission, timezone.now()),
     )
+    scores_record(submission_id=submission_id)

@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "api",
     "web",
     "integrations",  # course API tokens, idempotency keys, webhooks
+    "lti_tool",  # django-lti: LTI registrations, deployments, keys, contexts
+    "lti",  # gradlab's LTI 1.3 tool (platform/lti)
 ]
 
 MIDDLEWARE = [
@@ -237,6 +239,31 @@ GRADLAB_WEBHOOK_ALLOW_HTTP = env_bool("GRADLAB_WEBHOOK_ALLOW_HTTP", False)
 GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = env_bool("GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS", False)
 CELERY_BEAT_SCHEDULE["sweep-webhook-deliveries"] = {
     "task": "gradlab.sweep_webhooks",
+    "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
+    "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+}
+# LTI 1.3 (platform/lti). The OIDC state and nonce live in the cache between the login
+# and the launch (which may reach another web process): a shared cache (Redis).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("GRADLAB_CACHE_URL", REDIS_URL),
+        "KEY_PREFIX": "gradlab",
+    }
+}
+GRADLAB_LTI_CLOCK_SKEW_SECONDS = env_int("GRADLAB_LTI_CLOCK_SKEW_SECONDS", 60)
+GRADLAB_LTI_NONCE_LIFETIME_SECONDS = env_int("GRADLAB_LTI_NONCE_LIFETIME_SECONDS", 24 * 3600)
+GRADLAB_LTI_KEYSET_CACHE_SECONDS = env_int("GRADLAB_LTI_KEYSET_CACHE_SECONDS", 3600)
+GRADLAB_LTI_KEYSET_REFETCH_SECONDS = env_int("GRADLAB_LTI_KEYSET_REFETCH_SECONDS", 10)
+GRADLAB_LTI_HTTP_TIMEOUT_SECONDS = env_float("GRADLAB_LTI_HTTP_TIMEOUT_SECONDS", 10.0)
+# A new tool key is published this long before it signs; the old one stays this much longer.
+GRADLAB_LTI_KEY_PUBLISH_SECONDS = env_int("GRADLAB_LTI_KEY_PUBLISH_SECONDS", 24 * 3600)
+GRADLAB_LTI_KEY_RETIRE_SECONDS = env_int("GRADLAB_LTI_KEY_RETIRE_SECONDS", 24 * 3600)
+GRADLAB_LTI_MAX_ATTEMPTS = env_int("GRADLAB_LTI_MAX_ATTEMPTS", 8)
+GRADLAB_LTI_BACKOFF_SECONDS = env_float("GRADLAB_LTI_BACKOFF_SECONDS", 30.0)
+GRADLAB_LTI_BACKOFF_MAX_SECONDS = env_float("GRADLAB_LTI_BACKOFF_MAX_SECONDS", 1800.0)
+CELERY_BEAT_SCHEDULE["sweep-lti-scores"] = {
+    "task": "gradlab.lti_sweep_scores",
     "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
     "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
 }

@@ -1,0 +1,113 @@
+"""What a validated resource-link launch does in gradlab: the user (found by the platform's
+`sub`, else created), their enrolment in the exercise's course module with the role mapped
+from the LTI roles, the link between the LMS resource link (and its line item) and the
+exercise, and where the learner's scores go."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from lti_tool.lti_core.constants import ContextRole
+from lti_tool.lti_core.utils import normalize_role
+from lti_tool.models import LtiLaunch
+
+from accounts.models import Enrollment
+from courses.models import Exercise
+from lti.models import ExerciseLink, GradeTarget
+
+CUSTOM_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/custom"
+TARGET_LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/target_link_uri"
+TEACHING_ROLES = {ContextRole.INSTRUCTOR, ContextRole.ADMINISTRATOR, ContextRole.CONTENT_DEVELOPER}
+
+
+class LaunchRefused(Exception):
+    """A valid launch we cannot serve (no such exercise, no resource link): said plainly."""
+
+
+@dataclass(frozen=True)
+class Landing:
+    user: User
+    exercise: Exercise
+    role: str
+
+
+def exercise_slug_of(lti_launch: LtiLaunch) -> str | None:
+    """The exercise a link opens: the custom parameter `exercise` (set per link, or by
+    Deep Linking), else `?exercise=` of the target link URI."""
+    custom = lti_launch.get_claim(CUSTOM_CLAIM) or {}
+    if isinstance(custom, dict) and isinstance(custom.get("exercise"), str):
+        return str(custom["exercise"])
+    target = lti_launch.get_claim(TARGET_LINK_CLAIM) or ""
+    found = parse_qs(urlsplit(str(target)).query).get("exercise")
+    return found[0] if found else None
+
+
+def role_of(lti_launch: LtiLaunch) -> str:
+    roles = {normalize_role(role) for role in (lti_launch.roles_claim or [])}
+    if roles & TEACHING_ROLES:
+        return Enrollment.Role.INSTRUCTOR
+    return Enrollment.Role.LEARNER
+
+
+def launch_resource(lti_launch: LtiLaunch) -> Landing:
+    """Called after django-lti synced its own rows (user, context, resource link)."""
+    slug = exercise_slug_of(lti_launch)
+    exercise = Exercise.objects.filter(slug=slug or "", current_version__isnull=False).first()
+    if exercise is None:
+        raise LaunchRefused(f"This link opens no gradlab exercise ({slug or 'none given'}).")
+    role = role_of(lti_launch)
+    with transaction.atomic():
+        user = _user(lti_launch)
+        _enrol(user, exercise, role)
+        link = _link(lti_launch, exercise)
+        if role == Enrollment.Role.LEARNER and link.lineitem_url:
+            GradeTarget.objects.update_or_create(
+                user=user, link=link, defaults={"sub": str(lti_launch.get_claim("sub"))}
+            )
+    return Landing(user=user, exercise=exercise, role=role)
+
+
+def _user(lti_launch: LtiLaunch) -> User:
+    lti_user = lti_launch.user
+    if lti_user.auth_user_id is not None:
+        return User.objects.get(pk=lti_user.auth_user_id)
+    digest = hashlib.sha256(f"{lti_user.registration_id}:{lti_user.sub}".encode()).hexdigest()
+    user, created = User.objects.get_or_create(
+        username=f"lti-{digest[:20]}",
+        defaults={
+            "first_name": lti_user.given_name[:150],
+            "last_name": lti_user.family_name[:150],
+            "email": lti_user.email,
+        },
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    lti_user.auth_user = user
+    lti_user.save(update_fields=["auth_user"])
+    return user
+
+
+def _enrol(user: User, exercise: Exercise, role: str) -> None:
+    """Enrols in the exercise's module; a launch never demotes an instructor."""
+    enrollment, created = Enrollment.objects.get_or_create(
+        user=user, module_id=exercise.module_id, defaults={"role": role}
+    )
+    if not created and role == Enrollment.Role.INSTRUCTOR and enrollment.role != role:
+        enrollment.role = role
+        enrollment.save(update_fields=["role"])
+
+
+def _link(lti_launch: LtiLaunch, exercise: Exercise) -> ExerciseLink:
+    endpoint: dict[str, Any] = lti_launch.ags_claim or {}
+    lineitem = endpoint.get("lineitem", "") if isinstance(endpoint, dict) else ""
+    link, _ = ExerciseLink.objects.update_or_create(
+        resource_link=lti_launch.resource_link,
+        defaults={"exercise": exercise, "lineitem_url": str(lineitem or "")},
+    )
+    return link

@@ -1,0 +1,95 @@
+"""What gradlab keeps about LTI beside django-lti's own models (registrations, deployments,
+keys, contexts, users, resource links): which exercise a resource link opens, where a
+learner's scores go, the scores waiting to be posted, and the nonces already used."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class ExerciseLink(models.Model):
+    """An LMS resource link (an assignment) that opens one gradlab exercise."""
+
+    class Policy(models.TextChoices):
+        BEST = "best"  # the learner's best graded score
+        LAST = "last"  # the score of the latest graded submission
+
+    resource_link = models.OneToOneField(
+        "lti_tool.LtiResourceLink", on_delete=models.CASCADE, related_name="gradlab_link"
+    )
+    exercise = models.ForeignKey(
+        "courses.Exercise", on_delete=models.CASCADE, related_name="lti_links"
+    )
+    lineitem_url = models.URLField(max_length=2000, blank=True)
+    score_policy = models.CharField(max_length=8, choices=Policy.choices, default=Policy.BEST)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.resource_link} -> {self.exercise}"
+
+
+class GradeTarget(models.Model):
+    """Where one learner's scores of one exercise go: a line item of a registration, and
+    the learner's id (`sub`) on that platform."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lti_grade_targets"
+    )
+    link = models.ForeignKey(ExerciseLink, on_delete=models.CASCADE, related_name="targets")
+    sub = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "link"], name="lti_grade_target_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} -> {self.link.lineitem_url}"
+
+
+class ScorePost(models.Model):
+    """The outbox of Assignment and Grade Services: one score to post, written in the
+    grade's transaction, posted (and retried) by a worker."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        POSTED = "posted"
+        FAILED = "failed"  # a permanent refusal (e.g. a test student), or attempts used
+
+    target = models.ForeignKey(GradeTarget, on_delete=models.CASCADE, related_name="posts")
+    submission = models.ForeignKey(
+        "submissions.Submission", on_delete=models.CASCADE, related_name="lti_score_posts"
+    )
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    locked_until = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    posted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="lti_score_post_due")]
+
+    def __str__(self) -> str:
+        return f"score of submission {self.submission_id} ({self.status})"
+
+
+class UsedNonce(models.Model):
+    """A launch's nonce, once its id_token was accepted: a second launch with it is a
+    replay. Kept past the id_token's lifetime, then purged."""
+
+    issuer = models.CharField(max_length=255)
+    nonce = models.CharField(max_length=255)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "nonce"], name="lti_nonce_once")]
+
+    def __str__(self) -> str:
+        return f"{self.issuer} {self.nonce}"

@@ -1,0 +1,227 @@
+"""Assignment and Grade Services: a learner's score goes to the LMS gradebook.
+
+When a submission of a launched learner is graded (or regraded to another score), a
+ScorePost row is written in the grade's transaction (the outbox) and a worker posts
+`application/vnd.ims.lis.v1.score+json` to the line item's `/scores` (the line item URL's
+query string kept, as Moodle's have one), with a token got by a signed client assertion.
+A 401 gets a new token and is tried again at once; 429 (honouring Retry-After), 5xx and
+network errors are retried with exponential backoff; any other 4xx will never succeed (a
+test student, a deleted line item): it is recorded and not retried.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import requests  # type: ignore[import-untyped,unused-ignore]
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+from lti_tool.models import LtiRegistration
+
+from lti.compat import ServiceConnector, registration_of
+from lti.models import ExerciseLink, GradeTarget, ScorePost
+from submissions.models import Submission
+
+logger = logging.getLogger(__name__)
+
+SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+ERROR_MAX_CHARS = 500
+Status = ScorePost.Status
+
+
+def scores_url(lineitem_url: str) -> str:
+    """`{lineitem}/scores`, with the line item's query string kept."""
+    parts = urlsplit(lineitem_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
+
+
+def score_given(target: GradeTarget, submission: Submission) -> tuple[float, float]:
+    """(scoreGiven, scoreMaximum) by the link's policy: the best graded score of the
+    learner for the exercise, or this submission's."""
+    maximum = float(submission.max_score or submission.exercise.points or 0)
+    if target.link.score_policy == ExerciseLink.Policy.LAST:
+        return float(submission.score or 0), maximum
+    best = Submission.objects.filter(
+        learner_id=submission.learner_id,
+        exercise_id=submission.exercise_id,
+        status=Submission.Status.GRADED,
+    ).aggregate(best=Max("score"))["best"]
+    return float(best if best is not None else submission.score or 0), maximum
+
+
+def score_payload(target: GradeTarget, submission: Submission) -> dict[str, Any]:
+    given, maximum = score_given(target, submission)
+    return {
+        "userId": target.sub,
+        "scoreGiven": given,
+        "scoreMaximum": maximum,
+        "activityProgress": "Completed",
+        "gradingProgress": "FullyGraded",
+        "timestamp": timezone.now().isoformat(),
+        "comment": f"gradlab submission {submission.pk}",
+    }
+
+
+def scores_record(*, submission_id: int) -> list[int]:
+    """In the grade's transaction: one ScorePost per line item the learner launched the
+    exercise from; posted once the grade commits."""
+    submission = Submission.objects.select_related("exercise").get(pk=submission_id)
+    targets = GradeTarget.objects.filter(
+        user_id=submission.learner_id, link__exercise_id=submission.exercise_id
+    ).select_related("link")
+    now = timezone.now()
+    created = [
+        ScorePost.objects.create(
+            target=target,
+            submission=submission,
+            payload=score_payload(target, submission),
+            next_attempt_at=now,
+        ).pk
+        for target in targets
+    ]
+    if created:
+        transaction.on_commit(lambda: [score_enqueue(post_id=i) for i in created])
+    return created
+
+
+def score_enqueue(*, post_id: int, countdown: float = 0) -> bool:
+    from lti.tasks import post_score
+
+    try:
+        post_score.apply_async(
+            args=[post_id], queue=settings.GRADLAB_QUEUE_CPU, countdown=countdown
+        )
+    except Exception:
+        logger.exception("could not enqueue LTI score %s; the sweep will", post_id)
+        return False
+    return True
+
+
+class Outcome(str, enum.Enum):
+    POSTED = "posted"
+    RETRY = "retry"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Answer:
+    status_code: int | None
+    error: str
+    retry_after: float | None = None
+
+
+def score_post_attempt(*, post_id: int) -> Outcome:
+    attempt = _claim(post_id)
+    if attempt is None:
+        return Outcome.SKIPPED
+    post = ScorePost.objects.select_related("target__link__resource_link__context").get(pk=post_id)
+    connector = ServiceConnector(registration_of(_registration_of(post)))
+    answer = _send(connector, post)
+    if answer.status_code == 401:  # the token expired or was revoked: a new one, once
+        connector.forget_access_token([SCORE_SCOPE])
+        answer = _send(connector, post)
+    code = answer.status_code
+    if code is not None and 200 <= code < 300:
+        _finish(post_id, attempt, Status.POSTED, answer)
+        return Outcome.POSTED
+    permanent = code is not None and 400 <= code < 500 and code not in (401, 408, 429)
+    if permanent or attempt >= settings.GRADLAB_LTI_MAX_ATTEMPTS:
+        _finish(post_id, attempt, Status.FAILED, answer)
+        return Outcome.FAILED
+    countdown = max(backoff_seconds(attempt), answer.retry_after or 0)
+    if _finish(post_id, attempt, Status.PENDING, answer, retry_in=countdown):
+        score_enqueue(post_id=post_id, countdown=countdown)
+    return Outcome.RETRY
+
+
+def backoff_seconds(attempt: int) -> float:
+    base = settings.GRADLAB_LTI_BACKOFF_SECONDS
+    return float(min(base * 2 ** (attempt - 1), settings.GRADLAB_LTI_BACKOFF_MAX_SECONDS))
+
+
+def _registration_of(post: ScorePost) -> LtiRegistration:
+    context = post.target.link.resource_link.context
+    return LtiRegistration.objects.get(deployments__contexts=context)
+
+
+def _send(connector: ServiceConnector, post: ScorePost) -> Answer:
+    url = scores_url(post.target.link.lineitem_url)
+    try:
+        token = connector.get_access_token([SCORE_SCOPE])
+        response = requests.post(
+            url,
+            data=json.dumps(post.payload),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE},
+            timeout=settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS,
+            allow_redirects=False,
+        )
+    except Exception as error:  # the token endpoint's refusal too
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        if isinstance(status, int) and 400 <= status < 500:
+            return Answer(None, f"token refused ({status}): {error}"[:ERROR_MAX_CHARS])
+        return Answer(None, f"{type(error).__name__}: {error}"[:ERROR_MAX_CHARS])
+    said = "" if response.ok else response.text[:ERROR_MAX_CHARS]
+    return Answer(response.status_code, said, _retry_after(response))
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    return float(value) if value.isdigit() else None
+
+
+def _claim(post_id: int) -> int | None:
+    now = timezone.now()
+    lock = timedelta(seconds=settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS * 4)
+    with transaction.atomic():
+        claimed = ScorePost.objects.filter(
+            pk=post_id, status=Status.PENDING, next_attempt_at__lte=now
+        ).update(status=Status.SENDING, attempts=F("attempts") + 1, locked_until=now + lock)
+        if claimed != 1:
+            return None
+        return ScorePost.objects.values_list("attempts", flat=True).get(pk=post_id)
+
+
+def _finish(
+    post_id: int, attempt: int, status: str, answer: Answer, retry_in: float | None = None
+) -> bool:
+    now = timezone.now()
+    return (
+        ScorePost.objects.filter(pk=post_id, status=Status.SENDING, attempts=attempt).update(
+            status=status,
+            locked_until=None,
+            last_status_code=answer.status_code,
+            last_error=answer.error,
+            posted_at=now if status == Status.POSTED else None,
+            next_attempt_at=now + timedelta(seconds=retry_in) if retry_in is not None else None,
+        )
+        == 1
+    )
+
+
+def scores_sweep(*, now: Any = None) -> list[int]:
+    """Re-sends due posts whose message was lost and frees those of a dead worker."""
+    now = now or timezone.now()
+    dead = list(
+        ScorePost.objects.filter(status=Status.SENDING, locked_until__lt=now).values_list(
+            "pk", flat=True
+        )[:500]
+    )
+    ScorePost.objects.filter(pk__in=dead, status=Status.SENDING).update(
+        status=Status.PENDING, locked_until=None, next_attempt_at=now
+    )
+    stale = now - timedelta(seconds=60)
+    lost = ScorePost.objects.filter(status=Status.PENDING, next_attempt_at__lte=stale)
+    due = dead + list(lost.values_list("pk", flat=True)[:500])
+    for post_id in due:
+        score_enqueue(post_id=post_id)
+    return due

@@ -1,0 +1,17 @@
+"""Celery tasks of the LTI tool: score passback and its sweep."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from lti import passback
+
+
+@shared_task(name="gradlab.lti_post_score")
+def post_score(post_id: int) -> str:
+    return passback.score_post_attempt(post_id=post_id).value
+
+
+@shared_task(name="gradlab.lti_sweep_scores")
+def sweep_scores() -> int:
+    return len(passback.scores_sweep())

@@ -1,0 +1,86 @@
+"""Fixtures of the LTI tests: the fake platform (a real HTTP peer), the tool's key and a
+registration of that platform, on the shared catalog (tests/gradlab_fixtures.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from django.test import Client
+from fake_platform import CLIENT_ID, DEPLOYMENT_ID, ISSUER, FakePlatform, running_platform
+
+
+@pytest.fixture
+def platform() -> Iterator[FakePlatform]:
+    with running_platform() as running:
+        yield running
+
+
+@pytest.fixture
+def registration(catalog: Any, platform: FakePlatform, settings: Any) -> Any:
+    """The fake platform registered with the tool (one deployment), and the tool's JWKS
+    handed to the platform, as an LMS administrator would."""
+    from django.core.cache import cache
+    from lti_tool.models import LtiDeployment, LtiRegistration
+
+    from lti.keys import jwks, keys_ensure
+
+    cache.clear()
+    keys_ensure()
+    registration = LtiRegistration.objects.create(
+        name="Fake LMS", issuer=ISSUER, client_id=CLIENT_ID, auth_url=platform.auth_url,
+        token_url=platform.token_url, keyset_url=platform.keyset_url,
+    )  # fmt: skip
+    LtiDeployment.objects.create(registration=registration, deployment_id=DEPLOYMENT_ID,
+                                 is_active=True)  # fmt: skip
+    platform.tool_jwks = jwks()
+    return registration
+
+
+@dataclass
+class Flow:
+    """One browser's trip: the tool's login redirect, the platform's answer, the launch."""
+
+    login: Any
+    answer: dict[str, Any]
+    response: Any
+
+
+@pytest.fixture
+def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
+    """launch(client=None, tamper=None, **claims) -> Flow. `claims` go to the platform
+    through lti_message_hint (which the tool passes back); `tamper(answer)` may change
+    the id_token or state before the browser posts them."""
+
+    def run(
+        client: Client | None = None,
+        tamper: Callable[[dict[str, Any]], None] | None = None,
+        **claims: Any,
+    ) -> Flow:
+        client = client or Client()
+        login = client.get(
+            f"/lti/login/{registration.uuid}/",
+            {
+                "iss": ISSUER, "client_id": CLIENT_ID, "login_hint": "learner-1",
+                "target_link_uri": "https://gradlab.example.org/lti/launch/",
+                "lti_message_hint": json.dumps(claims), "lti_deployment_id": DEPLOYMENT_ID,
+                "lti1p3_new_window": "1",
+            },
+        )  # fmt: skip
+        assert login.status_code == 302, login.content[:500]
+        location = urlsplit(login["Location"])
+        assert f"{location.scheme}://{location.netloc}{location.path}" == platform.auth_url
+        answer = requests.get(platform.auth_url, params=parse_qs(location.query), timeout=10).json()
+        if tamper is not None:
+            tamper(answer)
+        response = client.post(
+            "/lti/launch/", {"id_token": answer["id_token"], "state": answer["state"]}
+        )
+        return Flow(login=login, answer=answer, response=response)
+
+    return run

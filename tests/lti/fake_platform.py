@@ -1,0 +1,269 @@
+"""An LTI 1.3 platform for tests, as a real HTTP peer on 127.0.0.1 (a thread of the test
+process): its own RSA keys and JWKS, an OIDC authorization endpoint that answers the tool's
+login redirect with a signed id_token, an OAuth2 token endpoint that checks the tool's
+client assertion against the tool's JWKS, a line item `/scores` endpoint that requires the
+bearer token and the AGS content type, and a paginated roster whose `Link` header has
+mixed-case URLs. Written from the LTI 1.3 / AGS / NRPS texts, not from PyLTI1p3."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwcrypto.jwk import JWK
+
+SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
+ISSUER = "https://lms.example.test"
+CLIENT_ID = "gradlab-tool-1"
+DEPLOYMENT_ID = "deployment-1"
+LTI = "https://purl.imsglobal.org/spec/lti/claim/"
+AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+
+
+@dataclass
+class SigningKey:
+    kid: str
+    private_pem: str
+    public_jwk: dict[str, Any]
+
+
+def new_key(kid: str | None = None) -> SigningKey:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()  # fmt: skip
+    public = json.loads(JWK.from_pem(pem.encode()).export_public())
+    kid = kid or f"platform-{secrets.token_hex(4)}"
+    public.update(kid=kid, alg="RS256", use="sig")
+    return SigningKey(kid=kid, private_pem=pem, public_jwk=public)
+
+
+@dataclass
+class ScoreReceived:
+    path: str  # with its query string
+    content_type: str
+    body: dict[str, Any]
+
+
+@dataclass
+class FakePlatform:
+    base_url: str = ""
+    keys: list[SigningKey] = field(default_factory=lambda: [new_key()])
+    signing: int = 0  # index into keys
+    tool_jwks: dict[str, Any] = field(default_factory=dict)  # handed over by the test
+    token_lifetime: int = 3600
+    tokens: dict[str, float] = field(default_factory=dict)
+    token_requests: list[dict[str, Any]] = field(default_factory=list)
+    score_script: list[int] = field(default_factory=list)  # statuses to answer, then 200
+    scores: list[ScoreReceived] = field(default_factory=list)
+    score_attempts: list[int] = field(default_factory=list)
+    jwks_fetches: int = 0
+    roster: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- URLs the tool is registered with ------------------------------------------------
+    @property
+    def auth_url(self) -> str:
+        return f"{self.base_url}/auth"
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.base_url}/token"
+
+    @property
+    def keyset_url(self) -> str:
+        return f"{self.base_url}/jwks"
+
+    def lineitem_url(self, n: int = 1) -> str:
+        return f"{self.base_url}/courses/7/lineitems/{n}/lineitem?type_id=42"
+
+    # -- id tokens -----------------------------------------------------------------------
+    def claims(self, *, nonce: str, sub: str = "learner-1", roles: list[str] | None = None,
+               exercise: str = "first-gradient", **overrides: Any) -> dict[str, Any]:  # fmt: skip
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": ISSUER,
+            "aud": CLIENT_ID,
+            "sub": sub,
+            "exp": now + 300,
+            "iat": now,
+            "nonce": nonce,
+            "given_name": "Ada",
+            "family_name": "Lovelace",
+            "email": f"{sub}@example.test",
+            LTI + "message_type": "LtiResourceLinkRequest",
+            LTI + "version": "1.3.0",
+            LTI + "deployment_id": DEPLOYMENT_ID,
+            LTI + "target_link_uri": "https://gradlab.example.org/lti/launch/",
+            LTI + "resource_link": {"id": "resource-link-1", "title": "Autograd 1"},
+            LTI + "roles": roles if roles is not None else [LEARNER],
+            LTI + "context": {"id": "course-7", "title": "Deep learning", "label": "DL"},
+            LTI + "custom": {"exercise": exercise},
+            AGS: {
+                "scope": ["https://purl.imsglobal.org/spec/lti-ags/scope/score"],
+                "lineitem": self.lineitem_url(1),
+            },
+            NRPS: {
+                "context_memberships_url": f"{self.base_url}/courses/7/memberships",
+                "service_versions": ["2.0"],
+            },
+        }
+        claims.update(overrides)
+        return {k: v for k, v in claims.items() if v is not None}
+
+    def sign(self, claims: dict[str, Any], *, key: SigningKey | None = None,
+             kid: str | None = None) -> str:  # fmt: skip
+        key = key or self.keys[self.signing]
+        return jwt.encode(claims, key.private_pem, algorithm="RS256",
+                          headers={"kid": kid or key.kid})  # fmt: skip
+
+    def rotate(self) -> SigningKey:
+        """A new key, published and signing from now on (the old one stays published)."""
+        key = new_key()
+        self.keys.append(key)
+        self.signing = len(self.keys) - 1
+        return key
+
+    # -- the token endpoint -------------------------------------------------------------
+    def _token(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        assertion = form.get("client_assertion", "")
+        try:
+            kid = jwt.get_unverified_header(assertion).get("kid")
+            [jwk] = [k for k in self.tool_jwks.get("keys", []) if k.get("kid") == kid]
+            public = jwt.PyJWK(jwk).key
+            claims = jwt.decode(assertion, public, algorithms=["RS256"], audience=self.token_url)
+        except (jwt.InvalidTokenError, ValueError) as error:
+            return 401, {"error": "invalid_client", "error_description": str(error)}
+        if claims.get("iss") != CLIENT_ID or claims.get("sub") != CLIENT_ID:
+            return 401, {"error": "invalid_client"}
+        token = secrets.token_urlsafe(16)
+        with self.lock:
+            self.tokens[token] = time.monotonic() + self.token_lifetime
+            self.token_requests.append({"claims": claims, "kid": kid, "scope": form.get("scope")})
+        return 200, {"access_token": token, "token_type": "Bearer",
+                     "expires_in": self.token_lifetime, "scope": form.get("scope", "")}  # fmt: skip
+
+    def token_valid(self, authorization: str) -> bool:
+        scheme, _, token = authorization.partition(" ")
+        with self.lock:
+            expiry = self.tokens.get(token)
+        return scheme == "Bearer" and expiry is not None and expiry > time.monotonic()
+
+    def revoke_tokens(self) -> None:
+        with self.lock:
+            self.tokens.clear()
+
+    # -- the roster ---------------------------------------------------------------------
+    def _roster_page(self, query: dict[str, list[str]]) -> tuple[dict[str, Any], str]:
+        page = int(query.get("Page", ["1"])[0])
+        size = 2
+        members = self.roster[(page - 1) * size : page * size]
+        link = ""
+        if page * size < len(self.roster):
+            nxt = f"{self.base_url}/courses/7/memberships?Page={page + 1}&Cursor=AbC{page + 1}"
+            link = f'<{nxt}>; rel="next"'
+        return {"id": f"{self.base_url}/courses/7/memberships", "members": members}, link
+
+
+@contextmanager
+def running_platform() -> Iterator[FakePlatform]:
+    platform = FakePlatform()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            query = parse_qs(parts.query)
+            if parts.path == "/jwks":
+                platform.jwks_fetches += 1
+                self._send(200, {"keys": [k.public_jwk for k in platform.keys]})
+            elif parts.path == "/auth":
+                self._send(200, self._authorize(query))
+            elif parts.path == "/courses/7/memberships":
+                if not platform.token_valid(self.headers.get("authorization", "")):
+                    self._send(401, {"error": "invalid token"})
+                    return
+                body, link = platform._roster_page(query)
+                self._send(200, body, {"Link": link} if link else {})
+            else:
+                self._send(404, {"error": "not found"})
+
+        def _authorize(self, query: dict[str, list[str]]) -> dict[str, Any]:
+            """The OIDC authorization response: the id_token for the nonce the tool sent,
+            and its state, which the browser then POSTs to the tool's redirect_uri."""
+            nonce = query["nonce"][0]
+            hint = query.get("lti_message_hint", ["{}"])[0] or "{}"
+            claims = platform.claims(nonce=nonce, **json.loads(hint))  # test-chosen claims
+            return {
+                "id_token": platform.sign(claims),
+                "state": query["state"][0],
+                "redirect_uri": query["redirect_uri"][0],
+                "claims": claims,
+            }
+
+        def do_POST(self) -> None:
+            parts = urlsplit(self.path)
+            length = int(self.headers.get("content-length", "0"))
+            raw = self.rfile.read(length)
+            if parts.path == "/token":
+                form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                status, body = platform._token(form)
+                self._send(status, body)
+            elif parts.path.endswith("/lineitem/scores"):
+                self._score(raw)
+            else:
+                self._send(404, {"error": "not found"})
+
+        def _score(self, raw: bytes) -> None:
+            content_type = self.headers.get("content-type", "")
+            if not platform.token_valid(self.headers.get("authorization", "")):
+                platform.score_attempts.append(401)
+                self._send(401, {"error": "invalid token"})
+                return
+            if content_type != SCORE_TYPE:
+                platform.score_attempts.append(415)
+                self._send(415, {"error": f"content type must be {SCORE_TYPE}"})
+                return
+            status = platform.score_script.pop(0) if platform.score_script else 200
+            platform.score_attempts.append(status)
+            if status == 200:
+                platform.scores.append(ScoreReceived(self.path, content_type, json.loads(raw)))
+            headers = {"Retry-After": "1"} if status == 429 else {}
+            self._send(status, {} if status == 200 else {"error": "scripted"}, headers)
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    platform.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield platform
+    finally:
+        server.shutdown()
+        server.server_close()
