@@ -53,18 +53,19 @@ class Flow:
 
 @pytest.fixture
 def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
-    """launch(client=None, tamper=None, **claims) -> Flow. `claims` go to the platform
+    """launch(client=None, tamper=None, login_url=None, **claims) -> Flow. `claims` go to the platform
     through lti_message_hint (which the tool passes back); `tamper(answer)` may change
     the id_token or state before the browser posts them."""
 
     def run(
         client: Client | None = None,
         tamper: Callable[[dict[str, Any]], None] | None = None,
+        login_url: str | None = None,
         **claims: Any,
     ) -> Flow:
         client = client or Client()
         login = client.get(
-            f"/lti/login/{registration.uuid}/",
+            login_url or f"/lti/login/{registration.uuid}/",
             {
                 "iss": ISSUER, "client_id": CLIENT_ID, "login_hint": "learner-1",
                 "target_link_uri": "https://gradlab.example.org/lti/launch/",

@@ -59,6 +59,15 @@ def test_the_session_of_a_launch_opens_the_exercise_page(launch: Callable[..., A
     assert page.status_code == 200
 
 
+def test_the_login_url_without_a_registration_id_finds_it_by_issuer_and_client_id(
+    launch: Callable[..., Any],
+) -> None:
+    flow = launch(login_url="/lti/login/")
+
+    assert flow.response.status_code == 302
+    assert flow.response["Location"].endswith("/first-gradient/")
+
+
 def test_a_second_launch_finds_the_same_user(launch: Callable[..., Any]) -> None:
     from django.contrib.auth.models import User
 

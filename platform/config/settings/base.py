@@ -47,6 +47,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "lti.middleware.LmsFramingMiddleware",  # LMS iframes, when GRADLAB_LTI_FRAME_ANCESTORS
     "web.middleware.ContentSecurityPolicyMiddleware",
     "web.middleware.DomainErrorPagesMiddleware",
 ]
@@ -262,6 +263,16 @@ GRADLAB_LTI_KEY_RETIRE_SECONDS = env_int("GRADLAB_LTI_KEY_RETIRE_SECONDS", 24 * 
 GRADLAB_LTI_MAX_ATTEMPTS = env_int("GRADLAB_LTI_MAX_ATTEMPTS", 8)
 GRADLAB_LTI_BACKOFF_SECONDS = env_float("GRADLAB_LTI_BACKOFF_SECONDS", 30.0)
 GRADLAB_LTI_BACKOFF_MAX_SECONDS = env_float("GRADLAB_LTI_BACKOFF_MAX_SECONDS", 1800.0)
+# Launches inside an LMS iframe: the LMS origins allowed to frame gradlab's pages. The
+# launch is a cross-site POST and the pages then run in a third-party frame, so the session
+# and CSRF cookies must be SameSite=None; Secure (HTTPS, also behind a TLS proxy that sets
+# X-Forwarded-Proto: prod's SECURE_PROXY_SSL_HEADER).
+GRADLAB_LTI_FRAME_ANCESTORS = env_list("GRADLAB_LTI_FRAME_ANCESTORS", [])
+if GRADLAB_LTI_FRAME_ANCESTORS:
+    SESSION_COOKIE_SAMESITE = "None"
+    CSRF_COOKIE_SAMESITE = "None"
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
 CELERY_BEAT_SCHEDULE["sweep-lti-scores"] = {
     "task": "gradlab.lti_sweep_scores",
     "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
