@@ -29,7 +29,7 @@ def modules_taught_by(*, user: AnyUser) -> QuerySet[Module]:
     if getattr(user, "is_staff", False):
         return Module.objects.all()
     return Module.objects.filter(
-        enrollments__user=user, enrollments__role=Enrollment.Role.INSTRUCTOR
+        enrollments__user_id=user.pk, enrollments__role=Enrollment.Role.INSTRUCTOR
     ).distinct()
 
 

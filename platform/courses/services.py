@@ -13,10 +13,10 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.selectors import AnyUser
 from common import jobs
 from common.errors import InvalidInput, NotFound
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
@@ -161,7 +161,7 @@ EXERCISE_JOBS: jobs.JobKind[ExerciseJob] = jobs.JobKind(
 )
 
 
-def exercise_job_create(*, exercise: Exercise, kind: str, user: AbstractBaseUser) -> ExerciseJob:
+def exercise_job_create(*, exercise: Exercise, kind: str, user: AnyUser) -> ExerciseJob:
     """A queued job on the exercise's current version, sent to a worker after commit."""
     if kind not in ExerciseJob.Kind.values:
         raise InvalidInput({"kind": f"Unknown job kind {kind!r}."})
@@ -172,7 +172,7 @@ def exercise_job_create(*, exercise: Exercise, kind: str, user: AbstractBaseUser
             exercise=exercise,
             version_id=exercise.current_version_id,
             kind=kind,
-            requested_by=user,
+            requested_by_id=user.pk,
             lease_expires_at=jobs.job_queued_until(EXERCISE_JOBS),
         )
         jobs.job_enqueue_on_commit(EXERCISE_JOBS, job_id=job.pk, queue=EXERCISE_JOBS.queue_of(job))

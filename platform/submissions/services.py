@@ -18,14 +18,13 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.selectors import module_is_taught_by
+from accounts.selectors import AnyUser, module_is_taught_by
 from common import jobs
-from common.errors import Conflict, InvalidInput, NotFound, RateLimited
+from common.errors import Conflict, Forbidden, InvalidInput, NotFound, RateLimited
 from courses.models import Exercise, Module
 from courses.selectors import exercise_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
@@ -86,32 +85,37 @@ def idempotency_key_validate(key: str | None) -> str | None:
 
 def submission_create(
     *,
-    learner: AbstractBaseUser,
+    learner: AnyUser,
     exercise_slug: str,
     code: str,
     idempotency_key: str | None = None,
 ) -> tuple[Submission, bool]:
     """Returns (submission, created). With an idempotency key already used by this learner
     for the same request, returns that submission and False."""
+    if not learner.is_authenticated:
+        raise Forbidden("Sign in to submit.")
     code = code_validate(code)
     key = idempotency_key_validate(idempotency_key)
     try:
         exercise = exercise_get(slug=exercise_slug)
     except NotFound:
         raise InvalidInput({"exercise": f"Unknown exercise {exercise_slug!r}."}) from None
+    version_id = exercise.current_version_id
+    if version_id is None:  # exercise_get finds only published exercises
+        raise InvalidInput({"exercise": f"Exercise {exercise_slug!r} is not published."})
     with transaction.atomic():
         # One learner's submissions are created one at a time: the rate limit and the
         # idempotency check are then exact, even across processes.
         get_user_model().objects.select_for_update().filter(pk=learner.pk).first()
         if key is not None:
-            existing = Submission.objects.filter(learner=learner, idempotency_key=key).first()
+            existing = Submission.objects.filter(learner_id=learner.pk, idempotency_key=key).first()
             if existing is not None:
                 return _replay(existing, exercise=exercise, code=code), False
         rate_limit_check(learner=learner)
         submission = Submission.objects.create(
-            learner=learner,
+            learner_id=learner.pk,
             exercise=exercise,
-            version=exercise.current_version,
+            version_id=version_id,
             code=code,
             idempotency_key=key,
             lease_expires_at=jobs.job_queued_until(SUBMISSIONS),
@@ -129,13 +133,13 @@ def _replay(existing: Submission, *, exercise: Exercise, code: str) -> Submissio
     return existing
 
 
-def rate_limit_check(*, learner: AbstractBaseUser) -> None:
+def rate_limit_check(*, learner: AnyUser) -> None:
     """At most GRADLAB_RATE_LIMIT_COUNT submissions per window, counted in the database.
     Submissions we failed to grade are not counted."""
     window = settings.GRADLAB_RATE_LIMIT_WINDOW_SECONDS
     now = timezone.now()
     recent = Submission.objects.filter(
-        learner=learner, created_at__gt=now - timedelta(seconds=window)
+        learner_id=learner.pk, created_at__gt=now - timedelta(seconds=window)
     ).exclude(status=Status.FAILED)
     limit = settings.GRADLAB_RATE_LIMIT_COUNT
     if recent.count() < limit:
@@ -389,7 +393,7 @@ def _apply_regrade(submission: Submission, version_id: int, report: Report) -> S
 
 
 def submission_review(
-    *, submission_id: int, module: Module, reviewer: AbstractBaseUser, decision: str
+    *, submission_id: int, module: Module, reviewer: AnyUser, decision: str
 ) -> Submission:
     """An instructor of `module` decides on a submission held for review: "release" (the
     grader's score counts) or "reject" (score 0). Who and when are kept on the row."""
@@ -406,7 +410,7 @@ def submission_review(
             pk=submission_id, status=Status.GRADED, review=Review.HELD
         ).update(
             review=review,
-            reviewed_by=reviewer,
+            reviewed_by_id=reviewer.pk,
             reviewed_at=timezone.now(),
             **_decided_score(submission, review),
         )

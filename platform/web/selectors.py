@@ -7,10 +7,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, QuerySet
 
 from accounts.models import Enrollment
+from accounts.selectors import AnyUser
 from courses.models import Exercise, ExerciseJob, Module
 from submissions.models import CheckResult, Submission
 from web.presenters import STATUS_LABELS, diagnosis_title
@@ -86,12 +86,12 @@ def module_exercises(module: Module) -> QuerySet[Exercise]:
 COUNTED = Q(status=Submission.Status.GRADED) & ~Q(review=Submission.Review.HELD)
 
 
-def learner_progress(*, module: Module, user: AbstractBaseUser) -> list[ExerciseRow]:
+def learner_progress(*, module: Module, user: AnyUser) -> list[ExerciseRow]:
     """Per exercise: attempts, best score and status. A submission held for review counts
     for nothing until an instructor releases (or rejects) it."""
     stats = {
         row["exercise_id"]: row
-        for row in Submission.objects.filter(learner=user, exercise__module=module)
+        for row in Submission.objects.filter(learner_id=user.pk, exercise__module=module)
         .values("exercise_id")
         .annotate(
             attempts=Count("id"),
@@ -137,9 +137,9 @@ def module_summary(rows: list[ExerciseRow]) -> ModuleSummary:
     )
 
 
-def exercise_history(*, exercise: Exercise, user: AbstractBaseUser) -> QuerySet[Submission]:
+def exercise_history(*, exercise: Exercise, user: AnyUser) -> QuerySet[Submission]:
     return (
-        Submission.objects.filter(exercise=exercise, learner=user)
+        Submission.objects.filter(exercise=exercise, learner_id=user.pk)
         .select_related("exercise", "version")
         .order_by("-created_at", "-id")[:HISTORY_LIMIT]
     )

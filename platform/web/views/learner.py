@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
-from common.errors import DomainError, InvalidInput, RateLimited
+from common.errors import DomainError, InvalidInput, NotFound, RateLimited
 from courses.models import Exercise, Module
 from courses.selectors import exercise_get_in_module, module_get, module_list
 from submissions.models import Submission
@@ -75,6 +75,8 @@ def _render_exercise(
     history = list(selectors.exercise_history(exercise=exercise, user=request.user))
     latest = history[0] if history else None
     version = exercise.current_version
+    if version is None:  # exercise_get_in_module only finds published exercises
+        raise NotFound("No such exercise.")
     context = {
         "module": module,
         "exercise": exercise,
