@@ -237,7 +237,16 @@ def _finish_graded(submission_id: int, attempt: int, report: Report) -> bool:
                            submission_id, attempt)  # fmt: skip
             return False
         _save_checks(submission_id, report)
+        _tell_integrations(submission_id)
     return True
+
+
+def _tell_integrations(submission_id: int) -> None:
+    """Webhooks (and LMS grade passback) of the new grade: outbox rows written in the
+    transaction of the grade itself, sent by a worker once it commits."""
+    from integrations.events import submission_graded
+
+    submission_graded(submission_id=submission_id)
 
 
 def _report_fields(report: Report, *, review: str) -> dict[str, Any]:
@@ -377,6 +386,8 @@ def _apply_regrade(submission: Submission, version_id: int, report: Report) -> S
             version_id=version_id, graded_at=timezone.now(), **fields
         )
         _save_checks(submission.pk, report)
+        if submission.score != fields["score"] or submission.passed != fields["passed"]:
+            _tell_integrations(submission.pk)
     if submission.score == fields["score"] and submission.passed == fields["passed"]:
         return None
     return ScoreChange(
@@ -416,6 +427,7 @@ def submission_review(
         )
         if decided != 1:
             raise Conflict(f"Submission {submission_id} is not held for review.")
+        _tell_integrations(submission_id)
     logger.info("submission %s %s after review by %s", submission_id, review,
                 reviewer.get_username())  # fmt: skip
     submission.refresh_from_db()
