@@ -57,6 +57,14 @@ def package_of(files: dict[str, str]) -> Package:
         raise ExerciseError(f"stored exercise version is invalid: {error}") from error
 
 
+def seed_for(version_seed: int, submission_id: int) -> int:
+    """The hidden-case seed of one submission against one exercise version: an HMAC of
+    the submission's id under the version's secret seed (grader.engine.submission_seed)."""
+    from grader import engine
+
+    return engine.submission_seed(version_seed.to_bytes(8, "big", signed=True), str(submission_id))
+
+
 def run_grader(*, files: dict[str, str], code: str, seed: int, job_id: str) -> Report:
     """Grades `code` against the package `files`. Raises InfrastructureError (our fault,
     retry) or ExerciseError (the exercise is broken)."""

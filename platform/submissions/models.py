@@ -46,6 +46,9 @@ class Submission(models.Model):
     report = models.JSONField(null=True, blank=True)  # grader.protocol.Report.to_json()
     error_message = models.TextField(blank=True, default="")
     review = models.CharField(max_length=16, choices=Review.choices, blank=True, default="")
+    # The seed of this submission's hidden cases (grading.seed_for): set when it is
+    # first graded, never shown; a regrade of the same version reproduces it.
+    hidden_seed = models.BigIntegerField(null=True, blank=True)
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -190,6 +190,14 @@ class Outcome(str, enum.Enum):
     SKIPPED = "skipped"  # not ours to grade (already claimed, graded, or gone)
 
 
+def _hidden_seed(submission: Submission) -> int:
+    """The submission's own hidden-case seed, derived and stored at its first grading."""
+    if submission.hidden_seed is None:
+        submission.hidden_seed = grading.seed_for(submission.version.hidden_seed, submission.pk)
+        submission.save(update_fields=["hidden_seed"])
+    return submission.hidden_seed
+
+
 def submission_grade(*, submission_id: int) -> Outcome:
     """Claims the submission (queued -> running), grades it, saves the report once."""
     attempt = jobs.job_claim(SUBMISSIONS, job_id=submission_id)
@@ -201,7 +209,7 @@ def submission_grade(*, submission_id: int) -> Outcome:
         report = grading.run_grader(
             files=submission.version.files,
             code=submission.code,
-            seed=submission.version.hidden_seed,
+            seed=_hidden_seed(submission),
             job_id=f"submission-{submission_id}-{attempt}",
         )
     except (InfrastructureError, SoftTimeLimitExceeded) as error:
@@ -360,7 +368,7 @@ def exercise_regrade(*, exercise: Exercise) -> RegradeResult:
             report = grading.run_grader(
                 files=version.files,
                 code=submission.code,
-                seed=version.hidden_seed,
+                seed=grading.seed_for(version.hidden_seed, submission.pk),
                 job_id=f"regrade-{submission.pk}-v{version.number}",
             )
         except (InfrastructureError, ExerciseError) as error:
