@@ -25,6 +25,7 @@ from typing import Protocol
 GROUP_FOLDER = "gradlab"
 CPU_PERIOD_US = 100_000
 V1_CONTROLLERS = ("memory", "pids", "cpu")  # memory and pids required, cpu when mounted
+V1_DEFAULT_SHARES, V2_DEFAULT_WEIGHT = 1024, 100  # one task's weight at nice 0
 KILL_ROUNDS = 200
 KILL_PAUSE_S = 0.005
 REMOVE_ROUNDS = 100
@@ -238,6 +239,8 @@ class _V1Group:
             for controller, folder in folders.items():
                 folder.mkdir(parents=True)
                 group.folders[controller] = folder
+                if controller == "cpu":
+                    _weigh_base(folder.parent / "cpu.shares", V1_DEFAULT_SHARES)
         except OSError as error:
             group.remove()
             raise CgroupUnavailable(f"cannot create {folder}: {error}") from error
@@ -302,6 +305,7 @@ class _V2Group:
             base.mkdir(exist_ok=True)
             _enable_controllers(base.parent if base.name == GROUP_FOLDER else base)
             _enable_controllers(base)
+            _weigh_base(base / "cpu.weight", V2_DEFAULT_WEIGHT)
             (base / name).mkdir()
         except OSError as error:
             raise CgroupUnavailable(
@@ -347,6 +351,16 @@ class _V2Group:
     def remove(self) -> None:
         self.kill_all()
         _rmdir_retrying(self.folder)
+
+
+def _weigh_base(weight_file: Path, one_task: int) -> None:
+    """Give the folder holding the job groups the weight of one task per CPU: under the
+    scheduler, all the jobs inside it together compete like that many processes (as
+    they did outside any cpu group), not like a single one."""
+    wanted = one_task * (os.cpu_count() or 1)
+    with contextlib.suppress(OSError, ValueError):
+        if int(weight_file.read_text()) < wanted:
+            _write(weight_file, str(wanted))
 
 
 def _enable_controllers(folder: Path) -> None:

@@ -125,3 +125,15 @@ def test_the_cpu_quota_follows_the_requested_cpus() -> None:
         assert quota == (cgroups.CPU_PERIOD_US // 2, cgroups.CPU_PERIOD_US)
     finally:
         group.remove()
+
+
+def test_the_folder_of_the_job_groups_weighs_one_task_per_cpu(group: cgroups.JobCgroup) -> None:
+    if group.cpu_quota() is None:
+        pytest.skip("no cpu controller here")
+    if group.version == "v2":
+        weight_file = group.join_files()[0].parent.parent / "cpu.weight"
+    else:  # /sys/fs/cgroup/cpu/.../gradlab/<job>/cgroup.procs
+        cpu = next(f for f in group.join_files() if f.parts[4] == "cpu")
+        weight_file = cpu.parent.parent / "cpu.shares"
+    one_task = cgroups.V2_DEFAULT_WEIGHT if group.version == "v2" else cgroups.V1_DEFAULT_SHARES
+    assert int(weight_file.read_text()) >= one_task * (os.cpu_count() or 1)
