@@ -231,6 +231,12 @@ def no_step(steps: int) -> str:
 
 
 # (package, code, check name, diagnosis of that check)
+ON_META = (
+    exercise_file("device-agnostic-training", "solution.py")
+    .replace('torch.device("cuda" if torch.cuda.is_available() else "cpu")', 'torch.device("meta")')
+    .replace('    print(f"loss {loss.item():.6f} on {device}")\n', "")
+)
+
 NAMED_CHECK_CASES: list[tuple[str, str, str, str]] = [
     (
         "retain-grad",
@@ -292,6 +298,20 @@ NAMED_CHECK_CASES: list[tuple[str, str, str, str]] = [
         "w lives on the worker's device",
         "device-mismatch",
     ),
+    # An honest model trained on the data-less meta device: nothing to compare, so the
+    # value and grad checks fail even though they accept any device.
+    (
+        "device-agnostic-training",
+        ON_META,
+        "parameters after the four training steps",
+        "device-mismatch",
+    ),
+    (
+        "device-agnostic-training",
+        ON_META,
+        "gradients of the last training step",
+        "device-mismatch",
+    ),
 ]
 
 
@@ -336,3 +356,16 @@ def test_a_typed_message_cannot_score_the_message_check(grade_code: GradeCode) -
         "non-scalar-backward", exercise_file("non-scalar-backward", "wrong/typed-message.py")
     )
     assert not report.passed and report.score == report.max_score - 2
+
+
+def test_a_model_trained_on_the_meta_device_scores_no_value_or_grad_points(
+    grade_code: GradeCode,
+) -> None:
+    assert 'torch.device("meta")' in ON_META and "print(" not in ON_META
+    report = grade_code("device-agnostic-training", ON_META)
+    assert report.status == "graded", report.message
+    assert report.score <= 2 and report.integrity_flags == ()
+    right = grade_code(
+        "device-agnostic-training", exercise_file("device-agnostic-training", "solution.py")
+    )
+    assert right.passed
