@@ -32,9 +32,10 @@ from grader.spec import Package, load_package
 pytestmark = pytest.mark.sandbox
 
 EXERCISE = ROOT / "exercises" / "first-gradient"
-# A generous wall clock keeps the reference well inside its limit on a busy 2-core host;
-# CPU-bound attacks then stop at the (default) CPU time limit instead.
-TEST_LIMITS = "\n[limits]\nwall_seconds = 20\n"
+# A generous wall clock keeps the reference well inside its limit on a busy 2-core host
+# (importing torch alone can take 15 s of wall clock there); CPU-bound attacks stop at the
+# (default, 10 s) CPU time limit instead, so this costs nothing when all is well.
+TEST_LIMITS = "\n[limits]\nwall_seconds = 60\n"
 
 
 @dataclass
@@ -109,7 +110,7 @@ def test_learner_cannot_connect_to_a_port_on_the_host(grader: Grader) -> None:
     assert "connected" not in report.stdout
     assert_failed(report)
     assert report.exception and report.exception["type"] in {
-        "ConnectionRefusedError", "OSError", "TimeoutError",
+        "PermissionError", "ConnectionRefusedError", "OSError", "TimeoutError",
     }  # fmt: skip
     grader.assert_contained()
 
