@@ -33,6 +33,7 @@ from grader.capture import (
     validate_capture,
 )
 from grader.protocol import (
+    FRAME_OVERHEAD_BYTES,
     PROTOCOL_VERSION,
     ExerciseError,
     IntegrityFlag,
@@ -47,7 +48,6 @@ from grader.sandbox.base import Sandbox
 from grader.spec import Package
 
 DEV_SEED = 20_240_601  # the documented development seed of `python -m grader`
-FRAME_OVERHEAD = 256  # bytes of the result frame's header line
 NO_RESULT = "your program stopped without producing a result"
 OUTPUT_LIMIT = "output limit exceeded"
 MEMORY_MARKERS = ("can't allocate memory", "cannot allocate memory", "out of memory")
@@ -84,7 +84,7 @@ def _envelope_limits(limits: Limits) -> dict[str, int]:
     return {
         "stdout_bytes": limits.stdout_bytes,
         "tensor_elements": TENSOR_ELEMENTS,
-        "result_bytes": max(limits.result_bytes - FRAME_OVERHEAD, 1),
+        "result_bytes": max(limits.result_bytes - FRAME_OVERHEAD_BYTES, 1),
     }
 
 
