@@ -369,3 +369,32 @@ def test_a_model_trained_on_the_meta_device_scores_no_value_or_grad_points(
         "device-agnostic-training", exercise_file("device-agnostic-training", "solution.py")
     )
     assert right.passed
+
+
+# Odd but honest numbers: a subnormal float64 gradient (10 * 1e-311) and a Python int of
+# 401 digits must give a report naming the mistake, never a crash or a retry.
+SUBNORMAL_GRAD = (
+    "import torch\n\nx = torch.tensor(5.0, dtype=torch.float64, requires_grad=True)\n"
+    "y = x**2\n(y * 1e-311).backward()\n"
+)
+HUGE_INT = (
+    "import torch\n\nx = torch.tensor(5.0, requires_grad=True)\n(x**2).backward()\ny = 10**400\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "check", "diagnosis"),
+    [
+        (SUBNORMAL_GRAD, "x.grad is dy/dx = 2x = 10", "wrong-value"),
+        (HUGE_INT, "y is x squared", "wrong-type"),
+    ],
+    ids=["subnormal-grad", "huge-int"],
+)
+def test_odd_numbers_from_honest_code_are_graded_and_named(
+    grade_code: GradeCode, code: str, check: str, diagnosis: str
+) -> None:
+    report = grade_code("first-gradient", code)
+    assert report.status == "graded", report.message
+    by_name = {c.name: c for c in report.checks}
+    assert (by_name[check].passed, by_name[check].diagnosis) == (False, diagnosis)
+    assert not [f for f in report.integrity_flags if f.kind == "grading-error"]
