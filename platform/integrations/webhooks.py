@@ -165,6 +165,7 @@ def submission_graded_payload(submission: Any, now: datetime) -> dict[str, Any]:
             "score": submission.score,
             "max_score": submission.max_score,
             "passed": submission.passed,
+            "held_for_review": submission.review == submission.Review.HELD,
             "graded_at": submission.graded_at.isoformat() if submission.graded_at else None,
             "path": f"/api/v1/submissions/{submission.pk}/",
         },

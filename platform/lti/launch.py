@@ -6,6 +6,7 @@ exercise, and where the learner's scores go."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +21,7 @@ from accounts.models import Enrollment
 from courses.models import Exercise
 from lti.models import ExerciseLink, GradeTarget
 
+logger = logging.getLogger(__name__)
 CUSTOM_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 TARGET_LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/target_link_uri"
 TEACHING_ROLES = {ContextRole.INSTRUCTOR, ContextRole.ADMINISTRATOR, ContextRole.CONTENT_DEVELOPER}
@@ -69,11 +71,19 @@ def launch_resource(lti_launch: LtiLaunch) -> Landing:
             GradeTarget.objects.update_or_create(
                 user=user, link=link, defaults={"sub": str(lti_launch.get_claim("sub"))}
             )
+        if role == Enrollment.Role.INSTRUCTOR:  # an instructor's launch refreshes the roster
+            context_id = link.resource_link.context_id
+            transaction.on_commit(lambda: roster_enqueue(context_id=context_id))
     return Landing(user=user, exercise=exercise, role=role)
 
 
 def _user(lti_launch: LtiLaunch) -> User:
-    lti_user = lti_launch.user
+    return user_for(lti_launch.user)
+
+
+def user_for(lti_user: Any) -> User:
+    """The gradlab user of a platform's user (created on first sight, unusable password:
+    they come in through the LMS)."""
     if lti_user.auth_user_id is not None:
         return User.objects.get(pk=lti_user.auth_user_id)
     digest = hashlib.sha256(f"{lti_user.registration_id}:{lti_user.sub}".encode()).hexdigest()
@@ -111,3 +121,14 @@ def _link(lti_launch: LtiLaunch, exercise: Exercise) -> ExerciseLink:
         defaults={"exercise": exercise, "lineitem_url": str(lineitem or "")},
     )
     return link
+
+
+def roster_enqueue(*, context_id: int) -> None:
+    from django.conf import settings
+
+    from lti.tasks import sync_roster
+
+    try:
+        sync_roster.apply_async(args=[context_id], queue=settings.GRADLAB_QUEUE_CPU)
+    except Exception:
+        logger.exception("could not enqueue the roster sync of LTI context %s", context_id)

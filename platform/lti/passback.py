@@ -73,8 +73,11 @@ def score_payload(target: GradeTarget, submission: Submission) -> dict[str, Any]
 
 def scores_record(*, submission_id: int) -> list[int]:
     """In the grade's transaction: one ScorePost per line item the learner launched the
-    exercise from; posted once the grade commits."""
+    exercise from; posted once the grade commits. A score held for integrity review has no
+    score yet: nothing is posted until an instructor releases (or rejects) it."""
     submission = Submission.objects.select_related("exercise").get(pk=submission_id)
+    if submission.status != Submission.Status.GRADED or submission.score is None:
+        return []  # held for integrity review (posted once released), or not graded
     targets = GradeTarget.objects.filter(
         user_id=submission.learner_id, link__exercise_id=submission.exercise_id
     ).select_related("link")

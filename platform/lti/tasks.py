@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from lti import passback
+from lti import passback, roster
 
 
 @shared_task(name="gradlab.lti_post_score")
@@ -15,3 +15,8 @@ def post_score(post_id: int) -> str:
 @shared_task(name="gradlab.lti_sweep_scores")
 def sweep_scores() -> int:
     return len(passback.scores_sweep())
+
+
+@shared_task(name="gradlab.lti_sync_roster")
+def sync_roster(context_id: int) -> int:
+    return roster.roster_sync(context_id=context_id).enrolled

@@ -141,6 +141,7 @@ def test_a_graded_submission_reaches_the_receiver_signed_with_its_score(
     assert got.body["data"]["score"] == 7.5 and got.body["data"]["max_score"] == 10.0
     assert got.body["data"]["learner"] == "alice_learner"
     assert got.body["data"]["course"] == COURSE
+    assert got.body["data"]["held_for_review"] is False
     assert _delivery(delivery_id).status == "delivered"
 
 

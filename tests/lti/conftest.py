@@ -53,9 +53,9 @@ class Flow:
 
 @pytest.fixture
 def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
-    """launch(client=None, tamper=None, login_url=None, **claims) -> Flow. `claims` go to the platform
-    through lti_message_hint (which the tool passes back); `tamper(answer)` may change
-    the id_token or state before the browser posts them."""
+    """launch(client=None, tamper=None, login_url=None, **claims) -> Flow. `claims` go to
+    the platform through lti_message_hint (which the tool passes back); `tamper(answer)`
+    may change the id_token or state before the browser posts them."""
 
     def run(
         client: Client | None = None,

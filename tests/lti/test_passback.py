@@ -186,6 +186,54 @@ def test_retries_stop_after_the_last_attempt(
     assert outcomes == ["retry", "failed"]
 
 
+def test_a_score_held_for_review_is_posted_only_once_released(
+    graded: Callable[..., list[int]], platform: FakePlatform, bob_instructor: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:  # fmt: skip
+    from courses.models import Module
+    from lti.models import ScorePost
+    from submissions.models import Submission
+    from submissions.services import submission_review
+
+    graded(4.0)
+    [held_post] = graded(9.0)
+    ScorePost.objects.filter(pk=held_post).delete()  # as if the grade had been held:
+    held = Submission.objects.latest("id")
+    Submission.objects.filter(pk=held.pk).update(
+        review="held", score=None, passed=None, report={"score": 9.0, "passed": False}
+    )
+
+    with django_capture_on_commit_callbacks(execute=False):
+        submission_review(submission_id=held.pk, module=Module.objects.get(exercises=held.exercise),
+                          reviewer=bob_instructor, decision="release")  # fmt: skip
+    [released] = ScorePost.objects.filter(submission=held).values_list("pk", flat=True)
+
+    assert _attempt(released) == "posted"
+    assert [s.body["scoreGiven"] for s in platform.scores] == [9.0]
+
+
+def test_a_held_grade_records_no_score(
+    learner: Any, private_queue: str, platform: FakePlatform
+) -> None:
+    from django.db import transaction
+    from django.utils import timezone
+
+    from courses.models import Exercise
+    from integrations.events import submission_graded
+    from lti.models import ScorePost
+    from submissions.models import Submission
+
+    exercise = Exercise.objects.get(slug=EXERCISE)
+    with transaction.atomic():
+        held = Submission.objects.create(
+            learner=learner, exercise=exercise, version=exercise.current_version, code="x",
+            status="graded", review="held", score=None, max_score=10.0, graded_at=timezone.now(),
+        )  # fmt: skip
+        submission_graded(submission_id=held.pk)
+
+    assert not ScorePost.objects.exists()
+
+
 def test_an_instructor_launch_posts_no_scores(
     launch: Callable[..., Any], graded: Callable[..., list[int]]
 ) -> None:
