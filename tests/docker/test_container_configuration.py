@@ -12,6 +12,7 @@ import pytest
 from docker_helpers import request
 
 from grader.protocol import Limits, RunStatus
+from grader.sandbox import syscalls
 from grader.sandbox.docker import (
     LABEL_DEADLINE,
     LABEL_JOB,
@@ -68,12 +69,14 @@ def test_the_sandbox_container_has_every_limit_and_no_way_out(
     assert host["NetworkMode"] == "none"
     assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
     assert "no-new-privileges" in (host.get("SecurityOpt") or [])
+    profiles = [o.split("=", 1)[1] for o in host["SecurityOpt"] if o.startswith("seccomp=")]
+    assert [json.loads(p) for p in profiles] == [syscalls.gradlab_profile()]
     assert host["PidMode"] == "" and host["IpcMode"] == "private" and host["UTSMode"] == ""
     assert host["UsernsMode"] == ""  # not "host"
     assert not host.get("DeviceRequests")  # a CPU job never sees a GPU
     assert host["Memory"] == host["MemorySwap"] == limits.memory_mb * MIB
     assert host["PidsLimit"] == limits.pids
-    assert host["NanoCpus"] > 0
+    assert host["NanoCpus"] == int(limits.cpus * 1e9) == 10**9  # one CPU
     assert host["Tmpfs"] == {"/tmp": f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"}
     assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "1m", "max-file": "1"}}
     assert host["AutoRemove"] is False  # removed by the backend, after reading the OOM flag
