@@ -55,10 +55,14 @@ EMPTY_RESULT: dict[str, Any] = {
 class Conversation:
     """One job's conversation with its runner child."""
 
-    def __init__(self, envelope: dict[str, Any]) -> None:
+    def __init__(self, envelope: dict[str, Any], cases: list[Any] | None = None) -> None:
+        """`cases`: the hidden cases to hand out (default: the envelope's)."""
         self.kind = "function" if envelope.get("kind") == "function" else "script"
         self.reference = envelope.get("mode") == "reference"
-        cases = envelope.get("cases") if self.kind == "function" and not self.reference else None
+        if cases is None:
+            cases = envelope.get("cases")
+        if self.kind != "function" or self.reference:
+            cases = None
         self.cases: list[Any] = list(cases) if isinstance(cases, list) else []
         self.sent = 0
         self.finished = False  # "end" was sent: every case was handed out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import gc
 import json
 import os
 import select
@@ -19,6 +20,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 import termios
 import time
 from typing import Any
@@ -104,6 +106,34 @@ def make_undumpable() -> None:
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def stash_cases(envelope: dict[str, Any]) -> int | None:
+    """Moves the hidden cases out of this process's heap into an unnamed temporary file
+    before the fork: a forked child holds a copy of the parent's heap, where its code
+    could find every case at once (gc.get_objects, or the frames above its own)."""
+    cases = envelope.pop("cases", None)
+    if cases is None:
+        return None
+    data = json.dumps(cases, separators=(",", ":")).encode("utf-8")
+    del cases
+    stash = tempfile.TemporaryFile()  # noqa: SIM115  (O_TMPFILE: never has a name)
+    stash.write(data)
+    stash.flush()
+    del data
+    fd = os.dup(stash.fileno())
+    stash.close()
+    gc.collect()
+    return fd
+
+
+def unstash_cases(fd: int | None) -> list[Any] | None:
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as stash:
+        stash.seek(0)
+        cases = json.loads(stash.read().decode("utf-8"))
+    return cases if isinstance(cases, list) else []
 
 
 def start_child(envelope: dict[str, Any], max_message: int) -> tuple[int, int, socket.socket]:
@@ -285,10 +315,10 @@ def serve(stdin_fd: int, stdout_fd: int) -> int:
     limits = envelope.get("limits", {})
     result_cap = int(limits.get("result_bytes", DEFAULT_RESULT_BYTES))
     stderr_cap = int(limits.get("stdout_bytes", DEFAULT_STDERR_BYTES))
-    talk = Conversation(envelope)
-    child_envelope = {k: v for k, v in envelope.items() if k != "cases"}  # one at a time
+    stash = stash_cases(envelope)  # the child must not inherit them with our heap
     make_undumpable()
-    pid, out_fd, sock = start_child(child_envelope, result_cap)
+    pid, out_fd, sock = start_child(envelope, result_cap)
+    talk = Conversation(envelope, cases=unstash_cases(stash))
     try:
         nonce = read_nonce(stdin_fd)
     except BadInput as error:
