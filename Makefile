@@ -1,17 +1,26 @@
-# The README's two commands: `make run` and `make test`. Everything else is a step of those.
+# The README's commands: `make run`, `make test` and, while editing, `make test-fast`.
+# Everything else is a step of those.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 PY := .venv/bin/python
 export PYTHONPATH := platform:.
+# What the fast lane leaves out (tests/lanes.py marks the tests that need these).
+FAST_LANE := not sandbox and not docker and not browser and not worker
 
-.PHONY: help setup run test lint pytest bench services sandbox docker-setup browser-setup
+.PHONY: help venv setup run test test-fast lint pytest pytest-fast bench services sandbox \
+	docker-setup browser-setup lock
 
 help:
-	@echo "make run   - set up and run the platform on embedded defaults (SQLite, local Redis, bubblewrap)"
-	@echo "make test  - set up and run the whole test suite (PostgreSQL, Redis, worker, Docker, Chromium)"
-	@echo "make bench - grading latency benchmark (prints figures)"
+	@echo "make run       - set up and run the platform on embedded defaults (SQLite, local Redis, bubblewrap)"
+	@echo "make test      - set up and run the whole test suite (PostgreSQL, Redis, worker, Docker, Chromium)"
+	@echo "make test-fast - the tests that need no sandbox, Docker, browser or worker (edit-test loop)"
+	@echo "make bench     - grading latency benchmark (prints figures)"
+	@echo "make lock      - re-pin requirements/*.lock after editing requirements/*.in"
 
-setup:            ## Python venvs: the platform's (.venv) and the sandbox runtime's (.sandbox-env)
+venv:             ## the platform's virtual environment only (.venv, from requirements/dev.lock)
+	bash scripts/setup-python.sh --platform-only
+
+setup:            ## Python venvs: the platform's (.venv) and the sandbox runtime (/opt/gradlab/sandbox-env)
 	bash scripts/setup-python.sh
 
 sandbox: setup    ## bubblewrap and the unprivileged sandbox user
@@ -38,7 +47,18 @@ lint: setup
 pytest:
 	bash scripts/test.sh
 
+pytest-fast:
+	bash scripts/test.sh -m "$(FAST_LANE)"
+
 test: sandbox services docker-setup browser-setup lint pytest
+
+test-fast: venv services pytest-fast
+
+lock: venv        ## pip-compile each list against the one it builds on: base -> prod -> dev
+	cd requirements && for list in base prod dev; do \
+	  ../.venv/bin/pip-compile -q --strip-extras --no-emit-index-url --no-emit-find-links \
+	    --output-file=$$list.lock $$list.in || exit 1; \
+	done
 
 bench: sandbox
 	$(PY) -m grader.bench

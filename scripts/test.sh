@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite against real services (make test runs the setup steps first).
+# The test suite against real services (make test runs the setup steps first).
 # Extra arguments go to pytest: scripts/test.sh tests/platform -x -q
+# The fast lane (make test-fast): scripts/test.sh -m "not sandbox and not docker and not browser and not worker"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,8 @@ export GRADLAB_REQUIRE_DOCKER=1
 export GRADLAB_REQUIRE_BROWSER=1
 
 if [ $# -eq 0 ]; then set -- tests; fi
-.venv/bin/pytest "$@"
+# The 25 slowest steps are printed at the end: where the suite's time goes.
+.venv/bin/pytest --durations=25 "$@"
 status=$?
 if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests: failing" >&2

@@ -1,0 +1,7 @@
+"""Root of the test suite. Plugins:
+- lanes: markers by folder and fixture (`make test-fast` deselects sandbox, docker, browser,
+  worker) and the guard that fails a test starting one of those without its marker;
+- gradlab_fixtures: the shared fixtures (catalog, personas, a real Celery worker).
+"""
+
+pytest_plugins = ["pytester", "lanes", "gradlab_fixtures"]

@@ -1,0 +1,141 @@
+"""The test lanes (tests/lanes.py): what marks a test slow, and the guard that fails a test
+which starts a sandbox, Docker, a worker or a browser without saying so."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from lanes import FAST_LANE, marker_for_command, marker_for_socket, markers_for
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def test_a_folder_of_sandbox_tests_marks_each_of_its_tests() -> None:
+    assert markers_for("sandbox", [], []) == {"sandbox"}
+    assert markers_for("docker", [], []) == {"docker"}
+    assert markers_for("platform", [], []) == set()
+
+
+def test_a_worker_fixture_marks_the_test_worker_and_sandbox() -> None:
+    assert markers_for("platform", ["db", "start_worker"], []) == {"worker", "sandbox"}
+    assert markers_for("browser", ["signed_in"], []) == {"browser"}
+    assert markers_for("grader", ["grade_code"], []) == {"sandbox"}
+
+
+def test_the_docker_parameter_of_a_backend_fixture_marks_that_case_docker() -> None:
+    assert markers_for("sandbox", ["backend"], ["docker"]) == {"sandbox", "docker"}
+    assert markers_for("sandbox", ["backend"], ["bubblewrap"]) == {"sandbox"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "needed"),
+    [
+        (["/usr/bin/bwrap", "--ro-bind", "/", "/"], "sandbox"),
+        (["docker", "compose", "up"], "docker"),
+        (["bash", "docker/build-sandbox-image.sh"], "docker"),
+        ([sys.executable, "-m", "celery", "-A", "config.celery_app", "worker"], "worker"),
+        (["bash", "/repo/scripts/run.sh"], "worker"),
+        ([sys.executable, "-m", "grader", "run", "pkg", "answer.py"], "sandbox"),
+        (["/venv/lib/python3.11/site-packages/playwright/driver/node", "cli.js"], "browser"),
+        ([sys.executable, "-m", "grader", "check", "exercises/"], None),
+        (["git", "clone", "repo", "copy"], None),
+        ([sys.executable, "-c", "print(1)"], None),
+    ],
+)
+def test_a_command_needs_the_marker_of_what_it_starts(argv: list[str], needed: str | None) -> None:
+    assert marker_for_command(argv[0], argv) == needed
+
+
+def test_a_connection_to_the_docker_socket_needs_the_docker_marker() -> None:
+    assert marker_for_socket("/var/run/docker.sock") == "docker"
+    assert marker_for_socket(("127.0.0.1", 5432)) is None
+
+
+GUARDED_TESTS = """
+import subprocess
+import pytest
+
+def fake(tmp_path, name):
+    tool = tmp_path / name
+    tool.write_text("#!/bin/sh\\nexit 0\\n")
+    tool.chmod(0o755)
+    return str(tool)
+
+def test_unmarked_starts_bwrap(tmp_path):
+    subprocess.run([fake(tmp_path, "bwrap"), "--version"], check=True)
+
+def test_unmarked_swallows_the_refusal(tmp_path):
+    try:
+        subprocess.run([fake(tmp_path, "docker"), "ps"], check=True)
+    except Exception:
+        pass
+
+@pytest.mark.sandbox
+def test_marked_starts_bwrap(tmp_path):
+    subprocess.run([fake(tmp_path, "bwrap"), "--version"], check=True)
+
+def test_unmarked_runs_git(tmp_path):
+    subprocess.run(["git", "--version"], check=True, capture_output=True)
+
+@pytest.fixture
+def start_worker():
+    return "pretend"
+
+def test_uses_the_worker_fixture(start_worker):
+    pass
+"""
+
+LANE_PLUGIN = f"""
+import sys
+sys.path.insert(0, {str(TESTS_DIR)!r})
+pytest_plugins = ["lanes"]
+"""
+
+
+@pytest.fixture
+def guarded(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(LANE_PLUGIN)
+    pytester.makepyfile(test_guarded=GUARDED_TESTS)
+    pytester.makeini("[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n")
+    return pytester
+
+
+def test_starting_a_sandbox_without_its_marker_fails_even_when_the_error_is_swallowed(
+    guarded: pytest.Pytester,
+) -> None:
+    result = guarded.runpytest_subprocess("-p", "no:django", "-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*bwrap --version` but is not marked `sandbox`: add @pytest.mark.sandbox*",
+            "*docker ps` but is not marked `docker`: add @pytest.mark.docker*",
+            "FAILED test_guarded.py::test_unmarked_starts_bwrap*",
+            "FAILED test_guarded.py::test_unmarked_swallows_the_refusal*",
+        ]
+    )
+
+
+def test_the_fast_lane_leaves_out_a_test_that_uses_a_worker_fixture(
+    guarded: pytest.Pytester,
+) -> None:
+    result = guarded.runpytest_subprocess(
+        "-p", "no:django", "-p", "no:cacheprovider", "-m", FAST_LANE, "--collect-only", "-q"
+    )
+
+    collected = "\n".join(result.outlines)
+    assert "test_uses_the_worker_fixture" not in collected
+    assert "test_marked_starts_bwrap" not in collected
+    assert "test_unmarked_runs_git" in collected
+    assert "3/5 tests collected (2 deselected)" in collected
+
+
+def test_the_fast_lane_expression_leaves_out_every_slow_marker() -> None:
+    assert FAST_LANE == "not sandbox and not docker and not browser and not worker"
+
+
+def test_the_makefile_fast_lane_is_the_one_the_guard_knows() -> None:
+    makefile = (TESTS_DIR.parent / "Makefile").read_text()
+    assert f"FAST_LANE := {FAST_LANE}\n" in makefile
