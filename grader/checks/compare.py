@@ -135,11 +135,14 @@ def dtype_accepted(got: str, want: str) -> bool:
 def missing_data(got: TensorValue | NdarrayValue, want: TensorValue | NdarrayValue) -> str | None:
     """Why the two cannot be compared whole, or None: both sides must carry all their
     values (or the same capped length), never a data-less meta tensor."""
-    for side, value in (("your", got), ("the expected", want)):
-        if isinstance(value, TensorValue) and value.device_type == "meta":
-            return f"{side} tensor is on the meta device: it holds no values to compare"
-        if not value.complete:
-            return f"{side} value carries {len(value.data)} of its {value.numel} values"
+    return _incomplete(got, "your") or _incomplete(want, "the expected")
+
+
+def _incomplete(value: TensorValue | NdarrayValue, side: str) -> str | None:
+    if isinstance(value, TensorValue) and value.device_type == "meta":
+        return f"{side} tensor is on the meta device: it holds no values to compare"
+    if not value.complete:
+        return f"{side} value carries {len(value.data)} of its {value.numel} values"
     return None
 
 
@@ -228,8 +231,10 @@ def _compare_scalars(
 ) -> Difference | None:
     if want.kind == "number":
         if isinstance(got, TensorValue) and got.numel == 1:
-            if not got.complete:
-                return Difference(Mismatch.NO_DATA, missing_data(got, got) or "no value")
+            unreadable = _incomplete(got, "your")
+            if unreadable is not None:
+                meta = got.device_type == "meta"
+                return Difference(Mismatch.NO_DATA, unreadable, meta=meta)
             numbers = got.floats()
         elif isinstance(got, ScalarValue) and got.kind == "number":
             numbers = [float(got.value)]  # type: ignore[arg-type]

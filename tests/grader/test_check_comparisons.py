@@ -404,3 +404,11 @@ def test_capped_tensors_of_the_same_length_are_compared_whole() -> None:
     assert run("value", same, reference, "v").passed
     last_differs = script_capture({"v": {**tensor([*values[:-1], 9.0], [big]), "truncated": True}})
     assert not run("value", last_differs, reference, "v").passed
+
+
+def test_a_variant_the_reference_did_not_observe_names_nothing() -> None:
+    reference = script_capture({"x": tensor([1.0], grad=[2.0], requires_grad=True)})
+    learner = script_capture({"x": tensor([2.5], grad=[7.0], requires_grad=True)})
+    for kind in ("grad", "value"):
+        outcome = run(kind, learner, reference, "x", variants={"ones-instead-of-v": "_absent"})
+        assert (outcome.passed, outcome.diagnosis) == (False, "wrong-value"), kind
