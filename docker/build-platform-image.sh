@@ -3,9 +3,9 @@
 #
 #   bash docker/build-platform-image.sh      # builds gradlab-platform:latest if outdated
 #
-# The wheels come from `pip download` of requirements.lock minus what the platform never
-# imports (docker/platform/not-in-image.txt: torch and what only torch needs, numpy, test
-# and lint tools). Cached like the sandbox image: skipped when an image labelled with the
+# The wheels come from `pip download` of requirements/prod.lock (production's list: no torch,
+# numpy, test or lint tools; docker/platform/not-in-image.txt still filters them out).
+# Cached like the sandbox image: skipped when an image labelled with the
 # same content hash exists. Prints the image reference on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +25,10 @@ fi
 ensure_debian_base
 requirements=$(mktemp /var/tmp/gradlab-platform-requirements.XXXXXX)
 trap 'rm -f "$requirements"' EXIT
-grep -v -i -E -f docker/platform/not-in-image.txt requirements.lock >"$requirements"
+grep -v -i -E -f docker/platform/not-in-image.txt requirements/prod.lock >"$requirements"
 download_wheels "$WHEELS" "$requirements"
 base_id=$(base_image_id)
-hash=$(content_hash docker/platform requirements.lock manage.py platform grader exercises \
+hash=$(content_hash docker/platform requirements/prod.lock manage.py platform grader exercises \
   "$WHEELS/.stamp" | { read -r h; echo "$h$base_id" | sha256sum | cut -c1-24; })
 
 existing=$(image_with_label "$IMAGE_REPO" "org.gradlab.content=$hash")

@@ -102,7 +102,7 @@ chromium() {
 
 playwright_package() {
   if ! .venv/bin/python -c 'import playwright.sync_api' 2>/dev/null; then
-    echo "the Playwright Python package is missing from .venv (make setup installs requirements.lock)" >&2
+    echo "the Playwright Python package is missing from .venv (make venv installs requirements/dev.lock)" >&2
     exit 1
   fi
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Two virtual environments:
-#   .venv          the platform (Django, Celery, grader, tests) from requirements.lock
+#   .venv          the platform (Django, Celery, grader, tests and tools) from
+#                  requirements/dev.lock; no torch (the platform never imports it).
+#                  --platform-only: just this one (make venv, make test-fast).
 #   the sandbox runtime, at $GRADLAB_SANDBOX_RUNTIME (default /opt/gradlab/sandbox-env):
 #                  Debian's /usr/bin/python3 with torch and numpy only. It lives at a neutral,
 #                  world-readable place, never in the checkout (a clone in root's 0700 home
@@ -18,12 +20,14 @@ need_python() {
 }
 
 platform_venv() {
-  local stamp=.venv/.lock-installed
-  if [ -f "$stamp" ] && cmp -s requirements.lock "$stamp"; then return; fi
+  local lock=requirements/dev.lock stamp=.venv/.lock-installed
+  if [ -f "$stamp" ] && cmp -s "$lock" "$stamp"; then return; fi
   [ -x .venv/bin/python ] || python3.11 -m venv .venv
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -r requirements.lock
-  cp requirements.lock "$stamp"
+  .venv/bin/pip install -q "$(grep -i '^pip-tools==' "$lock")"
+  # Exactly the lock: pip-sync also removes what it no longer lists.
+  .venv/bin/pip-sync -q "$lock"
+  cp "$lock" "$stamp"
 }
 
 sandbox_env() {
@@ -61,4 +65,4 @@ sandbox_env() {
 
 need_python
 platform_venv
-sandbox_env
+if [ "${1:-}" != "--platform-only" ]; then sandbox_env; fi
