@@ -159,9 +159,13 @@ class BubblewrapSandbox:
     def _start(
         self, tools: _Tools, request: SandboxRequest, device: str, *, warm: bool
     ) -> _Started:
-        group = self._open_cgroup(request.job_id if not warm else "warm", request.limits)
-        marker_read, marker_write = os.pipe()
         seccomp_fd = _seccomp_program()
+        try:
+            group = self._open_cgroup(request.job_id if not warm else "warm", request.limits)
+        except BaseException:
+            os.close(seccomp_fd)
+            raise
+        marker_read, marker_write = os.pipe()
         try:
             argv = self._command(
                 tools, request.limits, device, group, (marker_write, seccomp_fd), warm=warm

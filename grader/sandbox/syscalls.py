@@ -22,10 +22,12 @@ them). The program is built once per worker process.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import functools
 import json
+import logging
 import platform
 import re
 import shutil
@@ -36,6 +38,7 @@ from typing import Any
 
 from grader.protocol import InfrastructureError
 
+log = logging.getLogger(__name__)
 DOCKER_DEFAULT_PROFILE = Path(__file__).resolve().parent / "profiles" / "docker-default.json"
 
 EXTRA_DENIED_SYSCALLS = (
@@ -74,7 +77,7 @@ for rule in spec["rules"]:
     if rule["errno"] == spec["default_errno"]:
         continue  # denied by the default action (libseccomp refuses a rule that repeats it)
     if seccomp.resolve_syscall(seccomp.Arch.NATIVE, rule["name"]) < 0:
-        unknown.append(rule["name"])  # newer than this libseccomp: it stays denied
+        unknown.append(rule["name"])  # another architecture's, or too new: it stays denied
         continue
     action = seccomp.ALLOW if rule["errno"] is None else seccomp.ERRNO(rule["errno"])
     args = [seccomp.Arg(a["index"], ops[a["op"]], a["value"], a["value_two"])
@@ -215,4 +218,11 @@ def compile_bpf(python: str = SYSTEM_PYTHON) -> bytes:
             "cannot compile the seccomp filter (scripts/setup-sandbox.sh installs libseccomp's "
             f"bindings, python3-seccomp): {done.stderr.decode(errors='replace')[-1000:]}"
         )
+    with contextlib.suppress(ValueError):
+        unknown = json.loads(done.stderr.decode() or "[]")
+        if unknown:
+            log.debug(
+                "seccomp: not calls of this machine (or newer than libseccomp), denied: %s",
+                unknown,
+            )
     return done.stdout
