@@ -9,4 +9,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("login/<uuid:registration_uuid>/", views.LoginView.as_view(), name="login"),
     path("login/", views.LoginView.as_view(), name="login-any"),
     path("launch/", views.LaunchView.as_view(), name="launch"),
+    path("deep-link/", views.DeepLinkView.as_view(), name="deep-link"),
 ]

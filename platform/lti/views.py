@@ -6,7 +6,9 @@ import logging
 from typing import Any
 
 from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -17,9 +19,9 @@ from lti_tool.utils import sync_data_from_launch
 from lti_tool.views import OIDCLoginInitView
 from pylti1p3.exception import LtiException
 
-from lti import keys
-from lti.compat import launch_from_request
-from lti.launch import LaunchRefused, launch_resource
+from lti import deep_linking, keys
+from lti.compat import GradlabMessageLaunch, launch_from_request
+from lti.launch import LaunchRefused, launch_resource, role_of, user_for
 
 logger = logging.getLogger(__name__)
 AUTH_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -63,8 +65,10 @@ class LaunchView(View):
             logger.warning("LTI launch refused: %s", error)
             return refused(str(error), 403)
         lti_launch = LtiLaunch(message_launch)
+        if lti_launch.is_deep_link_launch:
+            return self.deep_link(request, message_launch, lti_launch)
         if not lti_launch.is_resource_launch:
-            return refused("gradlab takes resource link launches only.", 400)
+            return refused("gradlab takes resource link and deep linking launches only.", 400)
         sync_data_from_launch(lti_launch)
         try:
             landing = launch_resource(lti_launch)
@@ -75,3 +79,50 @@ class LaunchView(View):
         return HttpResponseRedirect(
             reverse("web:exercise", args=[exercise.module.slug, exercise.slug])
         )
+
+    def deep_link(
+        self, request: HttpRequest, message_launch: GradlabMessageLaunch, lti_launch: LtiLaunch
+    ) -> HttpResponse:
+        """An instructor adding content: sign them in and show the exercise picker."""
+        if role_of(lti_launch) != "instructor":
+            return refused("Only instructors add gradlab exercises to a course.", 403)
+        sync_data_from_launch(lti_launch)
+        login(request, user_for(lti_launch.user), backend=AUTH_BACKEND)
+        request.session[deep_linking.SESSION_KEY] = message_launch.get_launch_id()
+        context = {"exercises": deep_linking.choices()}
+        response = render(request, "lti/deep_link_pick.html", context)
+        lms = deep_linking.origin_of(deep_linking.return_url_of(message_launch))
+        # Shown in the LMS's content dialog (a frame of the LMS, and only of it).
+        response["Content-Security-Policy"] = (
+            f"default-src 'self'; form-action 'self'; frame-ancestors 'self' {lms}; "
+            "base-uri 'none'; object-src 'none'"
+        )
+        return response
+
+
+@method_decorator((login_required, xframe_options_exempt), name="dispatch")
+class DeepLinkView(View):
+    """The instructor's pick, answered with a signed LtiDeepLinkingResponse that their
+    browser posts back to the LMS."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        launch_id = request.session.get(deep_linking.SESSION_KEY)
+        if not launch_id:
+            return refused("No content selection in progress: start it in your LMS.", 400)
+        try:
+            launch = deep_linking.restore(request, launch_id)
+            launch_url = request.build_absolute_uri(reverse("lti:launch"))
+            token = deep_linking.response_jwt(launch, request.POST.getlist("exercise"), launch_url)
+        except deep_linking.DeepLinkError as error:
+            return refused(str(error), 400)
+        del request.session[deep_linking.SESSION_KEY]
+        return_url = deep_linking.return_url_of(launch)
+        response = render(
+            request, "lti/deep_link_return.html", {"return_url": return_url, "jwt": token}
+        )
+        # The one form of this page posts to the LMS: say so, nothing else is allowed.
+        response["Content-Security-Policy"] = (
+            f"default-src 'none'; form-action {deep_linking.origin_of(return_url)}; "
+            f"frame-ancestors 'self' {deep_linking.origin_of(return_url)}; base-uri 'none'"
+        )
+        return response

@@ -74,6 +74,7 @@ class FakePlatform:
     score_attempts: list[int] = field(default_factory=list)
     jwks_fetches: int = 0
     roster: list[dict[str, Any]] = field(default_factory=list)
+    deep_link_responses: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- URLs the tool is registered with ------------------------------------------------
@@ -125,6 +126,35 @@ class FakePlatform:
         }
         claims.update(overrides)
         return {k: v for k, v in claims.items() if v is not None}
+
+    def deep_link_claims(self) -> dict[str, Any]:
+        """Claims that make a launch a Deep Linking request from the LMS's content dialog."""
+        return {
+            LTI + "message_type": "LtiDeepLinkingRequest",
+            LTI + "resource_link": None,
+            LTI + "custom": None,
+            "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings": {
+                "deep_link_return_url": f"{self.base_url}/deep_link_return",
+                "accept_types": ["ltiResourceLink"],
+                "accept_presentation_document_targets": ["iframe", "window"],
+                "accept_multiple": True,
+                "data": "opaque-platform-data",
+            },
+        }
+
+    def _deep_link_return(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """Checks the tool's LtiDeepLinkingResponse against the tool's JWKS."""
+        token = form.get("JWT", "")
+        try:
+            kid = jwt.get_unverified_header(token).get("kid")
+            [jwk] = [k for k in self.tool_jwks.get("keys", []) if k.get("kid") == kid]
+            claims = jwt.decode(token, jwt.PyJWK(jwk).key, algorithms=["RS256"], audience=ISSUER)
+        except (jwt.InvalidTokenError, ValueError) as error:
+            return 400, {"error": str(error)}
+        if claims.get("iss") != CLIENT_ID:
+            return 400, {"error": "wrong iss"}
+        self.deep_link_responses.append(claims)
+        return 200, {"ok": True}
 
     def sign(self, claims: dict[str, Any], *, key: SigningKey | None = None,
              kid: str | None = None) -> str:  # fmt: skip
@@ -232,6 +262,10 @@ def running_platform() -> Iterator[FakePlatform]:
             if parts.path == "/token":
                 form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
                 status, body = platform._token(form)
+                self._send(status, body)
+            elif parts.path == "/deep_link_return":
+                form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                status, body = platform._deep_link_return(form)
                 self._send(status, body)
             elif parts.path.endswith("/lineitem/scores"):
                 self._score(raw)

@@ -1,0 +1,80 @@
+"""Deep Linking: an instructor, launched from the LMS's "add content" dialog, picks gradlab
+exercises; the tool answers with a signed LtiDeepLinkingResponse holding one LTI resource
+link per exercise (the `exercise` custom parameter) with a line item (its points), which
+the LMS turns into assignments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db.models import QuerySet
+from pylti1p3.contrib.django import DjangoCacheDataStorage
+from pylti1p3.deep_link_resource import DeepLinkResource
+from pylti1p3.exception import LtiException
+from pylti1p3.lineitem import LineItem
+
+from courses.models import Exercise
+from courses.selectors import exercise_list
+from lti.compat import GradlabMessageLaunch, ToolConfig
+
+SESSION_KEY = "gradlab_lti_deep_link"
+SETTINGS_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+
+
+class DeepLinkError(Exception):
+    """The deep linking session is gone or the selection is unusable: said plainly."""
+
+
+def choices() -> QuerySet[Exercise]:
+    return exercise_list()
+
+
+def return_url_of(launch: GradlabMessageLaunch) -> str:
+    settings_claim = launch.get_launch_data().get(SETTINGS_CLAIM)
+    if not isinstance(settings_claim, dict):
+        return ""
+    return str(settings_claim.get("deep_link_return_url", ""))
+
+
+def restore(request: Any, launch_id: str) -> GradlabMessageLaunch:
+    try:
+        restored = GradlabMessageLaunch.from_cache(
+            launch_id, request, ToolConfig(), launch_data_storage=DjangoCacheDataStorage()
+        )
+    except LtiException:
+        message = "This content selection has expired: start it again in your LMS."
+        raise DeepLinkError(message) from None
+    assert isinstance(restored, GradlabMessageLaunch)
+    return restored
+
+
+def resources_for(exercises: Sequence[Exercise], launch_url: str) -> list[DeepLinkResource]:
+    return [
+        DeepLinkResource()
+        .set_url(launch_url)
+        .set_title(exercise.title)
+        .set_custom_params({"exercise": exercise.slug})
+        .set_lineitem(
+            LineItem()
+            .set_label(exercise.title)
+            .set_score_maximum(float(exercise.points))
+            .set_resource_id(exercise.slug)
+            .set_tag("gradlab")
+        )
+        for exercise in exercises
+    ]
+
+
+def response_jwt(launch: GradlabMessageLaunch, slugs: Sequence[str], launch_url: str) -> str:
+    """The signed LtiDeepLinkingResponse for the exercises `slugs`, in course order."""
+    picked = list(choices().filter(slug__in=list(slugs)))
+    if not picked or len(picked) != len(set(slugs)):
+        raise DeepLinkError("Pick at least one exercise from the list.")
+    return str(launch.get_deep_link().get_response_jwt(resources_for(picked, launch_url)))
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
