@@ -96,6 +96,7 @@ def test_learner_gets_a_diagnosis_then_full_marks_and_the_instructor_sees_it(
     tmp_path: Path,
 ) -> None:
     page = signed_in(alice_learner)
+    page.goto(f"{live_server.url}/modules/{MODULE}/")  # home lists every module
     screenshot(page, "01-learner-module")
     row = page.locator("tr[data-exercise='chain-rule']")
     assert "not tried" in row.inner_text()
