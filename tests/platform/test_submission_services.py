@@ -1,12 +1,11 @@
-"""The sweep, the claim and regrading, against the real database and broker."""
+"""Submission services against the real database: grading only what is queued, the
+queue of an exercise, and regrading (the claim and the sweep: test_job_pipeline.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
-import redis
 from django.utils import timezone
 from platform_helpers import E2E_SLUG, package_file
 
@@ -23,64 +22,6 @@ def _submission(learner: Any, **fields: Any) -> Any:
         learner=learner, exercise=exercise, version=exercise.current_version,
         **{**defaults, **fields},
     )  # fmt: skip
-
-
-def _queue_length(queue: str) -> int:
-    from django.conf import settings
-
-    return int(redis.Redis.from_url(settings.CELERY_BROKER_URL).llen(queue))
-
-
-def test_sweep_requeues_a_queued_submission_the_broker_lost(
-    alice_learner: Any, worker_queue: str
-) -> None:
-    from submissions.services import submissions_sweep
-
-    lost = _submission(alice_learner, lease_expires_at=timezone.now() - timedelta(seconds=1))
-    fresh = _submission(alice_learner, lease_expires_at=timezone.now() + timedelta(minutes=5))
-
-    result = submissions_sweep()
-
-    assert result.requeued == (lost.pk,)
-    assert _queue_length(worker_queue) == 1
-    lost.refresh_from_db()
-    fresh.refresh_from_db()
-    assert lost.status == "queued" and lost.lease_expires_at > timezone.now()
-    assert fresh.status == "queued"
-
-
-def test_sweep_requeues_a_running_submission_whose_worker_died(
-    alice_learner: Any, worker_queue: str
-) -> None:
-    from submissions.services import submissions_sweep
-
-    stuck = _submission(
-        alice_learner, status="running", attempts=1,
-        lease_expires_at=timezone.now() - timedelta(seconds=1),
-    )  # fmt: skip
-
-    assert submissions_sweep().requeued == (stuck.pk,)
-    stuck.refresh_from_db()
-    assert stuck.status == "queued"
-    assert _queue_length(worker_queue) == 1
-
-
-def test_sweep_fails_a_submission_that_used_every_attempt_without_charging_it(
-    alice_learner: Any, worker_queue: str, settings: Any
-) -> None:
-    from submissions.services import submissions_sweep
-
-    settings.GRADLAB_MAX_ATTEMPTS = 2
-    stuck = _submission(
-        alice_learner, status="running", attempts=2,
-        lease_expires_at=timezone.now() - timedelta(seconds=1),
-    )  # fmt: skip
-
-    assert submissions_sweep().failed == (stuck.pk,)
-    stuck.refresh_from_db()
-    assert stuck.status == "failed" and stuck.score is None and stuck.passed is None
-    assert "does not count against you" in stuck.error_message
-    assert _queue_length(worker_queue) == 0
 
 
 def test_grading_a_submission_that_is_not_queued_does_nothing(alice_learner: Any) -> None:
