@@ -259,3 +259,29 @@ def test_a_real_worker_posts_the_score_once_the_grade_commits(
              what=f"the score; worker log:\n{worker.output()}")  # fmt: skip
     assert platform.score_attempts == [503, 200]
     assert [s.body["scoreGiven"] for s in platform.scores] == [9.0]
+
+
+def test_the_whole_flow_launch_submit_grade_in_the_sandbox_and_post_to_the_gradebook(
+    learner: Any, platform: FakePlatform, start_worker: Callable[..., Any], private_queue: str
+) -> None:
+    """Launched from the fake LMS, the learner submits the reference solution; a real worker
+    grades it in the real sandbox; the score reaches the platform's gradebook."""
+    from gradlab_fixtures import EXERCISES, wait_for
+    from rest_framework.test import APIClient
+
+    from accounts.services import token_issue
+
+    worker = start_worker()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=learner)}")
+    solution = (EXERCISES / EXERCISE / "solution.py").read_text(encoding="utf-8")
+
+    created = client.post("/api/v1/submissions/", {"exercise": EXERCISE, "code": solution},
+                          format="json")  # fmt: skip
+
+    assert created.status_code == 201
+    wait_for(lambda: platform.scores, what=f"a score; worker log:\n{worker.output()}")
+    [score] = platform.scores
+    assert score.body["userId"] == "learner-1"
+    assert score.body["scoreGiven"] == score.body["scoreMaximum"] > 0
+    assert score.path.endswith("/scores?type_id=42")
