@@ -1,6 +1,6 @@
 // The exercise page's code editor: CodeMirror 6 with Python highlighting, mounted over
 // the plain <textarea> (which stays the form field, so the page still works without
-// JavaScript). Bundled by esbuild into platform/web/static/web/vendor/editor/editor.js
+// JavaScript). Bundled by esbuild into platform/web/static/web/vendor/codemirror/editor.js
 // (scripts/setup-browser.sh); exercise.js uses it through window.gradlabEditor.
 //
 // Strict CSP (style-src 'self'): CodeMirror injects its styles at run time, into a
@@ -65,7 +65,6 @@ const editorTheme = EditorView.theme({
   ".tok-number, .tok-bool, .tok-atom": { color: "#0550ae" },
   ".tok-comment": { color: "#57606a", fontStyle: "italic" },
   ".tok-definition": { color: "#6639ba" },
-  ".tok-variableName.tok-definition": { color: "#6639ba" },
   ".tok-propertyName": { color: "#8a4600" },
   ".tok-className, .tok-typeName": { color: "#8a4600" },
   ".tok-operator": { color: "#1b1f24" },
