@@ -19,6 +19,7 @@ from lti_tool.models import LtiLaunch
 
 from accounts.models import Enrollment
 from courses.models import Exercise
+from lti.lineitems import lineitem_enqueue, lineitem_stale
 from lti.models import ExerciseLink, GradeTarget
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,9 @@ def launch_resource(lti_launch: LtiLaunch) -> Landing:
             GradeTarget.objects.update_or_create(
                 user=user, link=link, defaults={"sub": str(lti_launch.get_claim("sub"))}
             )
+        if lineitem_stale(link):  # the due date, from the line item's endDateTime
+            link_id = link.pk
+            transaction.on_commit(lambda: lineitem_enqueue(link_id=link_id))
         if role == Enrollment.Role.INSTRUCTOR:  # an instructor's launch refreshes the roster
             context_id = link.resource_link.context_id
             transaction.on_commit(lambda: roster_enqueue(context_id=context_id))

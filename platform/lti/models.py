@@ -4,6 +4,8 @@ learner's scores go, the scores waiting to be posted, and the nonces already use
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -23,10 +25,17 @@ class ExerciseLink(models.Model):
     )
     lineitem_url = models.URLField(max_length=2000, blank=True)
     score_policy = models.CharField(max_length=8, choices=Policy.choices, default=Policy.BEST)
+    # The line item's endDateTime (read from the platform after a launch): the exercise's
+    # due date in this course context. A submission after it is late.
+    due_at = models.DateTimeField(null=True, blank=True)
+    lineitem_checked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return f"{self.resource_link} -> {self.exercise}"
+
+    def is_late(self, submitted_at: datetime) -> bool:
+        return self.due_at is not None and submitted_at > self.due_at
 
 
 class GradeTarget(models.Model):

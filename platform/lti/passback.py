@@ -60,6 +60,8 @@ def score_given(target: GradeTarget, submission: Submission) -> tuple[float, flo
 
 def score_payload(target: GradeTarget, submission: Submission) -> dict[str, Any]:
     given, maximum = score_given(target, submission)
+    late = target.link.is_late(submission.created_at)
+    comment = f"gradlab submission {submission.pk}" + (" (late)" if late else "")
     return {
         "userId": target.sub,
         "scoreGiven": given,
@@ -67,7 +69,9 @@ def score_payload(target: GradeTarget, submission: Submission) -> dict[str, Any]
         "activityProgress": "Completed",
         "gradingProgress": "FullyGraded",
         "timestamp": timezone.now().isoformat(),
-        "comment": f"gradlab submission {submission.pk}",
+        "comment": comment,
+        # AGS 2.0: when the work was submitted, so that the LMS applies its late policy.
+        "submission": {"submittedAt": submission.created_at.isoformat()},
     }
 
 

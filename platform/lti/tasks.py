@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from lti import passback, roster
+from lti import lineitems, passback, roster
 
 
 @shared_task(name="gradlab.lti_post_score")
@@ -20,3 +20,9 @@ def sweep_scores() -> int:
 @shared_task(name="gradlab.lti_sync_roster")
 def sync_roster(context_id: int) -> int:
     return roster.roster_sync(context_id=context_id).enrolled
+
+
+@shared_task(name="gradlab.lti_sync_lineitem")
+def sync_lineitem(link_id: int) -> str | None:
+    due_at = lineitems.lineitem_sync(link_id=link_id)
+    return due_at.isoformat() if due_at else None

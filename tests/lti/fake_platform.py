@@ -75,6 +75,7 @@ class FakePlatform:
     jwks_fetches: int = 0
     roster: list[dict[str, Any]] = field(default_factory=list)
     deep_link_responses: list[dict[str, Any]] = field(default_factory=list)
+    lineitem_end: str | None = None  # the line item's endDateTime, if any
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- URLs the tool is registered with ------------------------------------------------
@@ -233,6 +234,17 @@ def running_platform() -> Iterator[FakePlatform]:
                 self._send(200, {"keys": [k.public_jwk for k in platform.keys]})
             elif parts.path == "/auth":
                 self._send(200, self._authorize(query))
+            elif parts.path.startswith("/courses/7/lineitems/") and parts.path.endswith(
+                "/lineitem"
+            ):
+                if not platform.token_valid(self.headers.get("authorization", "")):
+                    self._send(401, {"error": "invalid token"})
+                    return
+                item = {"id": f"{platform.base_url}{self.path}", "scoreMaximum": 10,
+                        "label": "Autograd 1", "resourceLinkId": "resource-link-1"}  # fmt: skip
+                if platform.lineitem_end:
+                    item["endDateTime"] = platform.lineitem_end
+                self._send(200, item)
             elif parts.path == "/courses/7/memberships":
                 if not platform.token_valid(self.headers.get("authorization", "")):
                     self._send(401, {"error": "invalid token"})
