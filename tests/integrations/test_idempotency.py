@@ -205,3 +205,57 @@ def test_a_key_that_is_too_long_or_unprintable_is_a_400(
 
         assert response.status_code == 400, key
         assert "idempotency_key" in response.json()
+
+
+def test_a_concurrent_retry_while_the_first_request_runs_is_a_409_then_the_first_finishes(
+    transactional_db: None, alice_learner: Any, user_client: Callable[[Any], Any]
+) -> None:
+    """Two real requests at once on the real database: the first is held inside its
+    processing (another transaction locks the learner's row, which submission creation
+    takes); the retry meanwhile gets 409; once the lock goes, the first gets its 201."""
+    import threading
+
+    from django.contrib.auth.models import User
+    from django.db import connection, transaction
+
+    client = user_client(alice_learner)
+    results: dict[str, Any] = {}
+    locked = threading.Event()
+    release = threading.Event()
+
+    def hold_the_learner_row() -> None:
+        with transaction.atomic():
+            User.objects.select_for_update().get(pk=alice_learner.pk)
+            locked.set()
+            release.wait(timeout=30)
+        connection.close()
+
+    def first_request() -> None:
+        results["first"] = _post(client, _body(), key="concurrent")
+        connection.close()
+
+    holder = threading.Thread(target=hold_the_learner_row)
+    holder.start()
+    assert locked.wait(timeout=10)
+    first = threading.Thread(target=first_request)
+    first.start()
+    retry = _wait_for_processing_then_post(user_client(alice_learner))  # another connection
+    release.set()
+    first.join(timeout=30)
+    holder.join(timeout=30)
+
+    assert retry.status_code == 409
+    assert results["first"].status_code == 201
+    assert _post(client, _body(), key="concurrent")["Idempotent-Replayed"] == "true"
+
+
+def _wait_for_processing_then_post(client: Any) -> Any:
+    import time
+
+    from integrations.models import IdempotencyRecord
+
+    deadline = time.monotonic() + 10
+    while not IdempotencyRecord.objects.filter(key="concurrent", state="processing").exists():
+        assert time.monotonic() < deadline, "the first request never started processing"
+        time.sleep(0.05)
+    return _post(client, _body(), key="concurrent")
