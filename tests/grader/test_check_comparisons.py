@@ -1,4 +1,5 @@
-"""Each check of grader.checks.REGISTRY on hand-built captures (pure and fast)."""
+"""What each check of grader.checks.registry.REGISTRY compares, on hand-built captures:
+tolerances, shapes and dtypes, complete data, every value kind (pure and fast)."""
 
 from __future__ import annotations
 
