@@ -53,7 +53,8 @@ class Flow:
 
 @pytest.fixture
 def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
-    """launch(client=None, tamper=None, login_url=None, **claims) -> Flow. `claims` go to
+    """launch(client=None, tamper=None, login_url=None, client_id=CLIENT_ID, **claims) -> Flow.
+    `claims` go to
     the platform through lti_message_hint (which the tool passes back); `tamper(answer)`
     may change the id_token or state before the browser posts them."""
 
@@ -61,13 +62,16 @@ def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
         client: Client | None = None,
         tamper: Callable[[dict[str, Any]], None] | None = None,
         login_url: str | None = None,
+        client_id: str = CLIENT_ID,
         **claims: Any,
     ) -> Flow:
         client = client or Client()
+        if client_id != CLIENT_ID:
+            claims.setdefault("aud", client_id)
         login = client.get(
             login_url or f"/lti/login/{registration.uuid}/",
             {
-                "iss": ISSUER, "client_id": CLIENT_ID, "login_hint": "learner-1",
+                "iss": ISSUER, "client_id": client_id, "login_hint": "learner-1",
                 "target_link_uri": "https://gradlab.example.org/lti/launch/",
                 "lti_message_hint": json.dumps(claims), "lti_deployment_id": DEPLOYMENT_ID,
                 "lti1p3_new_window": "1",

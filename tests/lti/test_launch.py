@@ -68,6 +68,32 @@ def test_the_login_url_without_a_registration_id_finds_it_by_issuer_and_client_i
     assert flow.response["Location"].endswith("/first-gradient/")
 
 
+def test_two_registrations_sharing_an_issuer_are_told_apart_by_client_id(
+    launch: Callable[..., Any], registration: Any, platform: FakePlatform
+) -> None:
+    from django.contrib.auth.models import User
+    from lti_tool.models import LtiDeployment, LtiRegistration
+
+    other = LtiRegistration.objects.create(
+        name="Another Canvas", issuer=registration.issuer, client_id="another-canvas",
+        auth_url=platform.auth_url, token_url=platform.token_url,
+        keyset_url=platform.keyset_url,
+    )  # fmt: skip
+    LtiDeployment.objects.create(registration=other, deployment_id="deployment-1",
+                                 is_active=True)  # fmt: skip
+
+    first = launch()
+    second = launch(client_id="another-canvas", login_url=f"/lti/login/{other.uuid}/")
+
+    assert first.response.status_code == second.response.status_code == 302
+    registrations = set(
+        User.objects.filter(lti_users__sub="learner-1").values_list(
+            "lti_users__registration__client_id", flat=True
+        )
+    )
+    assert registrations == {"gradlab-tool-1", "another-canvas"}
+
+
 def test_a_second_launch_finds_the_same_user(launch: Callable[..., Any]) -> None:
     from django.contrib.auth.models import User
 
