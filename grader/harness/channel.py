@@ -21,6 +21,10 @@ class ProtocolError(Exception):
     """A message that is not one: too large, truncated, not JSON, or not an object."""
 
 
+class TooLarge(ProtocolError):
+    """A message over the cap: an honest run can produce one (a huge variable)."""
+
+
 def encode_message(message: dict[str, Any]) -> bytes:
     body = json.dumps(message, allow_nan=False, separators=(",", ":")).encode("utf-8")
     return HEADER.pack(len(body)) + body
@@ -49,7 +53,7 @@ class Reader:
         while len(self.buffer) >= HEADER.size:
             (length,) = HEADER.unpack_from(self.buffer)
             if length > self.max_message:
-                raise ProtocolError(f"message of {length} bytes over the cap of {self.max_message}")
+                raise TooLarge(f"message of {length} bytes over the cap of {self.max_message}")
             end = HEADER.size + length
             if len(self.buffer) < end:
                 break

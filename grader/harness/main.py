@@ -232,6 +232,10 @@ class Pump:
             return
         try:
             messages = self.reader.feed(chunk)
+        except channel.TooLarge:
+            self.channel_overflow = True
+            self._close_channel()
+            return
         except channel.ProtocolError as error:
             self.talk.violation(f"unreadable message: {error}")
             self._close_channel()
