@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from typing import Any
@@ -144,3 +145,25 @@ def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(
     assert (
         client.post(URL, {"exercise": E2E_SLUG, "code": "x = 1"}, format="json").status_code == 201
     )
+
+
+def test_a_submission_that_reaches_for_the_harness_is_held_for_review_by_a_real_worker(
+    start_worker: Any, api: Any, alice_learner: Any, bob_instructor: Any
+) -> None:
+    """The harness's audit hook sees the walk through gc; the platform holds the score."""
+    start_worker()
+    client = api(alice_learner)
+    tampering = package_file(E2E_SLUG, "solution.py") + "\nimport gc\ngc.get_objects()\n"
+    created = _submit(client, tampering)
+
+    body = wait_for(lambda: _finished(client, created["url"]), what="grading")
+
+    assert body["status"] == "graded" and body["held_for_review"] is True
+    assert body["score"] is None and body["passed"] is None and body["checks"] == []
+    told = json.dumps(body)
+    assert "tamper" not in told and "get_objects" not in told  # the learner is not told why
+    row = _row(created["id"])
+    assert row.review == "held" and row.score is None
+    assert any(flag["kind"] == "tamper" for flag in row.report["integrity_flags"])
+    seen_by_instructor = api(bob_instructor).get(created["url"]).json()
+    assert seen_by_instructor["held_for_review"] is True and seen_by_instructor["checks"]
