@@ -64,6 +64,10 @@ class LaunchView(View):
         except LtiException as error:
             logger.warning("LTI launch refused: %s", error)
             return refused(str(error), 403)
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
+            # PyLTI1p3 trusts the shape of what it decodes (a JSON list for claims...).
+            logger.warning("LTI launch refused, malformed: %r", error)
+            return refused("The id_token is malformed.", 403)
         lti_launch = LtiLaunch(message_launch)
         if lti_launch.is_deep_link_launch:
             return self.deep_link(request, message_launch, lti_launch)

@@ -203,3 +203,43 @@ def test_a_forged_state_is_refused(launch: Callable[..., Any]) -> None:
 
     assert flow.response.status_code == 403
     assert b"State not found" in flow.response.content
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {},
+        {"id_token": "not-a-jwt", "state": "s"},
+        {"id_token": "a.b.c", "state": "s"},
+        {"state": "only-a-state"},
+    ],
+)
+def test_a_malformed_launch_is_a_plain_refusal_not_an_error(
+    form: dict[str, str], registration: Any, client: Any
+) -> None:
+    response = client.post("/lti/launch/", form)
+
+    assert response.status_code == 403
+    assert b"LTI launch refused" in response.content
+    assert b"Traceback" not in response.content
+
+
+def test_a_get_on_the_launch_url_is_refused(registration: Any, client: Any) -> None:
+    assert client.get("/lti/launch/").status_code == 405
+
+
+def test_an_id_token_whose_claims_are_not_an_object_is_refused(
+    launch: Callable[..., Any],
+) -> None:
+    import base64
+    import json
+
+    def tamper(answer: dict[str, Any]) -> None:
+        header, _, signature = answer["id_token"].split(".")
+        body = base64.urlsafe_b64encode(json.dumps([1, 2]).encode()).decode().rstrip("=")
+        answer["id_token"] = f"{header}.{body}.{signature}"
+
+    flow = launch(tamper=tamper)
+
+    assert flow.response.status_code == 403
+    assert b"LTI launch refused" in flow.response.content
