@@ -68,19 +68,33 @@ class Reader:
 
 
 class ChildEnd:
-    """The runner child's end: sends a message, waits for the parent's reply."""
+    """The runner child's end: sends a message, waits for the parent's reply.
 
-    def __init__(self, sock: socket.socket, max_message: int) -> None:
-        self.sock = sock
+    It keeps only the descriptor's number: each send or receive wraps it in a socket
+    object for the call and lets go of it after (`detach`), so no long-lived socket
+    object is left for the learner's code to find and reuse; creating one raises the
+    `socket.__new__` audit event that guard.py reports while the learner's code runs.
+    """
+
+    def __init__(self, fd: int, max_message: int) -> None:
+        self.fd = fd
         self.reader = Reader(max_message)
         self.inbox: list[dict[str, Any]] = []
 
     def send(self, message: dict[str, Any]) -> None:
-        self.sock.sendall(encode_message(message))
+        sock = socket.socket(fileno=self.fd)
+        try:
+            sock.sendall(encode_message(message))
+        finally:
+            sock.detach()
 
     def receive(self) -> dict[str, Any]:
         while not self.inbox:
-            chunk = self.sock.recv(65_536)
+            sock = socket.socket(fileno=self.fd)
+            try:
+                chunk = sock.recv(65_536)
+            finally:
+                sock.detach()
             if not chunk:
                 raise ProtocolError("the harness parent closed the channel")
             self.inbox.extend(self.reader.feed(chunk))

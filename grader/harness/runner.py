@@ -19,7 +19,6 @@ import io
 import linecache
 import os
 import random
-import socket
 import sys
 import time
 import traceback
@@ -154,7 +153,11 @@ class Runner:
         if self.tampers >= MAX_TAMPER:
             return
         self.tampers += 1
-        self.end.send({"type": "tamper", "kind": kind, "detail": detail})
+        if self.audit is None:
+            self.end.send({"type": "tamper", "kind": kind, "detail": detail})
+            return
+        with self.audit.paused():  # our own send is not the learner's socket
+            self.end.send({"type": "tamper", "kind": kind, "detail": detail})
 
     def protect(self) -> None:
         """Everything that must be in place before the first line of learner code."""
@@ -339,7 +342,7 @@ class Runner:
 
 def run_child(envelope: dict[str, Any], max_message: int) -> None:
     """Entry of the runner child: runs the job, sends the result, exits."""
-    end = channel.ChildEnd(socket.socket(fileno=channel.CHILD_FD), max_message)
+    end = channel.ChildEnd(channel.CHILD_FD, max_message)
     try:
         body = Runner(envelope, end).run()
         sys.stdout = sys.__stdout__
