@@ -96,8 +96,12 @@ class ToolConfig(DjangoToolConfig):
 
 def with_signing_key(registration: Registration) -> Registration:
     """django-lti signs with its newest key; we sign with the newest key published long
-    enough (lti.keys), so that no platform sees a kid it has not fetched yet."""
-    key = keys.signing_key()
+    enough (lti.keys), so that no platform sees a kid it has not fetched yet. A fresh
+    install makes its first key here."""
+    try:
+        key = keys.signing_key()
+    except keys.NoKey:
+        key = keys.keys_ensure()
     registration.set_tool_private_key(key.private_key)
     registration.set_tool_public_key(key.public_key)
     return registration

@@ -69,3 +69,15 @@ def test_the_jwks_lists_public_keys_only(db: None, client: Any) -> None:
 
     assert key["kty"] == "RSA" and key["alg"] == "RS256" and key["use"] == "sig"
     assert not {"d", "p", "q", "dp", "dq", "qi"} & set(key)
+
+
+def test_a_fresh_install_makes_its_first_key_when_it_first_signs(db: None) -> None:
+    from lti_tool.models import Key
+    from pylti1p3.registration import Registration
+
+    from lti.compat import with_signing_key
+
+    registration = with_signing_key(Registration())
+
+    assert Key.objects.count() == 1
+    assert registration.get_kid() == str(Key.objects.get())
