@@ -33,7 +33,7 @@ def run_script(sandbox: Sandbox, code: str, names: list[str], **limits: int) -> 
         "files": {"submission.py": code},
         "limits": {"stdout_bytes": 65_536, "tensor_elements": TENSOR_ELEMENTS, **limits},
     }
-    run = run_envelope(sandbox, envelope, Limits(), "cpu", "harness-test")
+    run = run_envelope(sandbox, envelope, Limits(wall_seconds=60), "cpu", "harness-test")
     assert run.result.status == RunStatus.OK, run.result.message
     return parse_result(run.result.stdout, run.nonce)
 
