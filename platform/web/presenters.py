@@ -100,6 +100,9 @@ class Feedback:
     created_at: datetime
     graded_at: datetime | None
     detail_url: str
+    # For those who teach the module only: the integrity review and the grader's reasons.
+    review_label: str = ""
+    review_flags: tuple[tuple[str, str], ...] = ()
 
     @property
     def failed_count(self) -> int:
@@ -124,10 +127,13 @@ class HistoryItem:
     detail_url: str
 
 
-def feedback_for(submission: Submission, *, withheld: bool = False) -> Feedback:
+def feedback_for(
+    submission: Submission, *, withheld: bool = False, show_review: bool = False
+) -> Feedback:
     """The feedback page of a submission. `withheld` (submissions.selectors.
     submission_result_withheld): held for review, shown to someone who may not see its
-    result yet: no score, no check, nothing from the report."""
+    result yet: no score, no check, nothing from the report. `show_review`: the viewer
+    teaches the module, and sees the integrity review with the grader's reasons."""
     if withheld:
         return _withheld_feedback(submission)
     report: Mapping[str, Any] = submission.report or {}
@@ -155,6 +161,18 @@ def feedback_for(submission: Submission, *, withheld: bool = False) -> Feedback:
         created_at=submission.created_at,
         graded_at=submission.graded_at,
         detail_url=reverse("web:submission", args=[submission.pk]),
+        review_label=submission.get_review_display() if show_review and submission.review else "",
+        review_flags=integrity_flags(report) if show_review and submission.review else (),
+    )
+
+
+def integrity_flags(report: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(kind, detail) of each integrity flag of a stored report, for instructors only."""
+    raw = report.get("integrity_flags")
+    return tuple(
+        (str(flag.get("kind", "")), str(flag.get("detail", "")))
+        for flag in (raw if isinstance(raw, list) else [])
+        if isinstance(flag, Mapping)
     )
 
 

@@ -13,7 +13,7 @@ from accounts.models import Enrollment
 from accounts.selectors import AnyUser
 from courses.models import Exercise, ExerciseJob, Module
 from submissions.models import CheckResult, Submission
-from web.presenters import STATUS_LABELS, diagnosis_title
+from web.presenters import STATUS_LABELS, diagnosis_title, integrity_flags
 
 TOP_DIAGNOSES = 3
 HISTORY_LIMIT = 50
@@ -279,11 +279,9 @@ def flagged_submissions(module: Module) -> tuple[list[FlaggedRow], list[FlaggedR
 
 def _flagged(submission: Submission) -> FlaggedRow:
     report = submission.report if isinstance(submission.report, dict) else {}
-    raw = report.get("integrity_flags")
-    flags = tuple(
-        (str(flag.get("kind", "")), str(flag.get("detail", "")))
-        for flag in (raw if isinstance(raw, list) else [])
-        if isinstance(flag, dict)
-    )
     score = report.get("score")
-    return FlaggedRow(submission, flags, float(score) if isinstance(score, int | float) else None)
+    return FlaggedRow(
+        submission,
+        integrity_flags(report),
+        float(score) if isinstance(score, int | float) else None,
+    )

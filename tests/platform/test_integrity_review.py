@@ -134,6 +134,21 @@ def test_the_learners_pages_say_held_for_review_without_score_or_reason(
 # -- the review ---------------------------------------------------------------------------
 
 
+def test_the_instructor_sees_the_reasons_on_the_submission_page_the_learner_never_does(
+    web: Any, alice_learner: Any, bob_instructor: Any, held: Any
+) -> None:
+    url = reverse("web:submission", args=[held.pk])
+    teacher_view = web(bob_instructor).get(url).content.decode()
+    assert "Integrity review: held for review." in teacher_view and FLAG_DETAIL in teacher_view
+    assert CHECK_NAME in teacher_view  # the grader's feedback, to judge it
+
+    _review(web(bob_instructor), held, "release")
+
+    learner_view = web(alice_learner).get(url).content.decode()
+    assert CHECK_NAME in learner_view  # released: the feedback is the learner's again
+    assert "Integrity review" not in learner_view and FLAG_DETAIL not in learner_view
+
+
 def test_the_instructor_page_lists_held_submissions_with_their_reasons(
     web: Any, bob_instructor: Any, held: Any
 ) -> None:

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
+from accounts.selectors import module_is_taught_by
 from common.errors import DomainError, InvalidInput, NotFound, RateLimited
 from courses.models import Exercise, Module
 from courses.selectors import exercise_get_in_module, module_get, module_list
@@ -191,8 +192,11 @@ def _status_payload(submission: Submission, *, request: HttpRequest | None) -> d
 
 
 def _feedback(submission: Submission, request: HttpRequest) -> Feedback:
+    if not submission.review:  # never flagged: nothing to withhold or to review
+        return feedback_for(submission)
     withheld = submission_result_withheld(submission=submission, user=request.user)
-    return feedback_for(submission, withheld=withheld)
+    teaches = module_is_taught_by(module_id=submission.exercise.module_id, user=request.user)
+    return feedback_for(submission, withheld=withheld, show_review=teaches)
 
 
 def _crumbs(
