@@ -1,9 +1,12 @@
 """Harness entry point inside the sandbox: `python -I -B /harness/main.py`.
 
-FORMAT.md section 2. stdin carries the job envelope line, then the nonce line. The
-parent reads the envelope, forks the runner child, and only then reads the nonce (the
-child never holds it). The parent makes itself non-dumpable, never runs untrusted code,
-caps everything it reads from the child, and always prints exactly one framed result:
+FORMAT.md sections 2 and 7. stdin carries the job envelope line, then the nonce line.
+The parent reads the envelope, moves any hidden cases out of its heap, forks the runner
+child (runner.py), and only then reads the nonce (the child never holds it). It makes
+itself non-dumpable, never runs, imports or reads job code, serves the child over the
+protocol channel (channel.py; the rules of the conversation: conversation.py), hands out
+hidden cases one at a time, caps everything it reads, builds the capture itself from
+what it validated, and always prints exactly one framed result:
 
     GRADLAB-RESULT <nonce> <byte length>\\n<JSON capture>
 """
