@@ -66,14 +66,26 @@ INIT_COMMAND = ("python", "-I", "-S", "-c", INIT_SOURCE)
 
 # Warm sandboxes (see BubblewrapSandbox): python imports torch first, says so on the
 # marker pipe and closes it, then runs the harness, which waits for its job on stdin.
-PRELOAD_CODE = (
-    "import os, runpy, sys\n"
-    "import numpy, torch\n"
-    "os.write(int(sys.argv[1]), b'2')\n"
-    "os.close(int(sys.argv[1]))\n"
-    f"sys.argv = [{common.HARNESS_MAIN!r}]\n"
-    f"runpy.run_path({common.HARNESS_MAIN!r}, run_name='__main__')\n"
-)
+# Once the harness is done, its exit status is final: the interpreter then exits at once
+# (tearing down a torch-loaded interpreter takes seconds of the job's wall clock on a
+# loaded host, and the harness registers no exit handler).
+PRELOAD_CODE = f"""\
+import os, runpy, sys
+import numpy, torch
+os.write(int(sys.argv[1]), b'2')
+os.close(int(sys.argv[1]))
+sys.argv = [{common.HARNESS_MAIN!r}]
+status = 0
+try:
+    runpy.run_path({common.HARNESS_MAIN!r}, run_name='__main__')
+except SystemExit as stop:
+    status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+    if not isinstance(stop.code, int | None):
+        print(stop.code, file=sys.stderr)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(status)
+"""
 READY_MARKER = b"12"  # "1" from pid 1 (bwrap's setup worked), "2" from python (torch loaded)
 # Limits of the fallback without cgroups.
 RLIMIT_ADDRESS_SPACE_HEADROOM_MB = 1024  # torch maps more than it touches
