@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import stat
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -95,9 +96,12 @@ def _runtime_view(runtime_dir: Path, fingerprint: tuple[float, ...]) -> RuntimeV
 
 
 def _fingerprint(runtime_dir: Path) -> tuple[float, ...]:
-    """Changes when the runtime is reinstalled (its config and site-packages)."""
+    """Changes when the runtime is reinstalled (its config and site-packages). A runtime
+    others may write to is refused: the worker runs `ldd` on it, every sandbox imports it."""
     config = runtime_dir / "pyvenv.cfg"
     try:
+        if runtime_dir.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise InfrastructureError(f"the sandbox runtime {runtime_dir} is writable by others")
         return (config.stat().st_mtime, *(p.stat().st_mtime for p in runtime_dir.glob("lib/*")))
     except OSError as error:
         raise InfrastructureError(
