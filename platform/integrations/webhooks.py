@@ -20,11 +20,9 @@ import base64
 import enum
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import secrets
-import socket
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,6 +37,7 @@ from django.utils import timezone
 
 from common.errors import InvalidInput, NotFound
 from courses.models import Module
+from integrations import egress
 from integrations.models import WebhookDelivery, WebhookEndpoint
 from integrations.tokens import teaches
 
@@ -273,16 +272,17 @@ def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Answer:
     headers = signed_headers(
         secret=endpoint.secret, message_id=delivery.message_id, body=body, now=timezone.now()
     )
+    allow_private = settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS
     try:
-        host_check(endpoint.url)
-        response = requests.post(
-            endpoint.url,
-            data=body,
-            headers=headers,
-            timeout=settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS,
-            allow_redirects=False,
-        )
-    except (requests.RequestException, RefusedHost) as failure:
+        with egress.session(allow_private=allow_private) as client:
+            response = client.post(
+                endpoint.url,
+                data=body,
+                headers=headers,
+                timeout=settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS,
+                allow_redirects=False,
+            )
+    except (requests.RequestException, egress.RefusedHost) as failure:
         return Answer(None, f"{type(failure).__name__}: {failure}"[:ERROR_MAX_CHARS])
     said = "" if response.ok else response.text[:ERROR_MAX_CHARS]
     return Answer(response.status_code, said)
@@ -315,27 +315,6 @@ def _disable(endpoint: WebhookEndpoint, reason: str) -> None:
     WebhookDelivery.objects.filter(endpoint=endpoint, status=Status.PENDING).update(
         status=Status.FAILED, last_error=reason, next_attempt_at=None
     )
-
-
-class RefusedHost(Exception):
-    """The endpoint's host resolves to an address we do not send to."""
-
-
-def host_check(url: str) -> None:
-    """Refuses private, loopback and link-local addresses (our own network) unless
-    GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS: a course's webhook must not reach inside."""
-    if settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS:
-        return
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        infos = socket.getaddrinfo(parts.hostname, port, proto=socket.IPPROTO_TCP)
-    except OSError as error:
-        raise RefusedHost(f"cannot resolve {parts.hostname}: {error}") from None
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            raise RefusedHost(f"{parts.hostname} resolves to a non-public address {address}")
 
 
 # -- redelivery and the sweep --------------------------------------------------------------

@@ -245,6 +245,21 @@ def test_a_redirect_is_not_followed(
     assert len(receiver.received) == 1
 
 
+def test_a_name_resolving_to_a_private_address_is_refused_at_connect_time(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, settings: Any
+) -> None:
+    """`localhost` is a name, not an address: the check is on the connected peer."""
+    from integrations.models import WebhookEndpoint
+
+    settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = False
+    WebhookEndpoint.objects.update(url=receiver.url.replace("127.0.0.1", "localhost"))
+    delivery_id = graded()
+
+    assert _attempt(delivery_id) == "retry"
+    assert "localhost resolves to a non-public address" in _delivery(delivery_id).last_error
+    assert receiver.received == []
+
+
 def test_private_addresses_are_refused_unless_allowed(
     endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, settings: Any
 ) -> None:
