@@ -313,7 +313,3 @@ class ServiceConnector(BaseServiceConnector):
 def next_page_url(response: requests.Response) -> str | None:
     """The `rel="next"` URL of a Link header, exactly as the platform wrote it."""
     return t.cast("str | None", response.links.get("next", {}).get("url"))
-
-
-def service_connector(registration: Registration) -> ServiceConnector:
-    return ServiceConnector(registration)

@@ -234,6 +234,27 @@ def test_a_held_grade_records_no_score(
     assert not ScorePost.objects.exists()
 
 
+def test_the_sweep_resends_a_score_whose_worker_died_while_posting(
+    graded: Callable[..., list[int]], private_queue: str
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from gradlab_fixtures import queue_length
+
+    from lti.models import ScorePost
+    from lti.passback import scores_sweep
+
+    [post_id] = graded(7.0)
+    ScorePost.objects.filter(pk=post_id).update(
+        status="sending", attempts=1, locked_until=timezone.now() - timedelta(seconds=1)
+    )
+
+    assert scores_sweep() == [post_id]
+    assert _post(post_id).status == "pending"
+    assert queue_length(private_queue) == 1
+
+
 def test_an_instructor_launch_posts_no_scores(
     launch: Callable[..., Any], graded: Callable[..., list[int]]
 ) -> None:
