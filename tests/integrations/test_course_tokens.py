@@ -210,3 +210,34 @@ def test_the_openapi_schema_documents_the_bearer_scheme(courses: Any) -> None:
     assert "submissions:write" in scheme["description"]
     exercise_get = schema["paths"]["/api/v1/exercises/{slug}/"]["get"]
     assert {"courseToken": []} in exercise_get["security"]
+
+
+def test_the_command_line_creates_a_working_token_and_revokes_it(
+    bob_instructor: Any, courses: Any
+) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("course_token", COURSE, "bob_instructor", "--scope", "exercises:read",
+                 stdout=out)  # fmt: skip
+    first_line, secret = out.getvalue().strip().splitlines()
+    token_id = int(first_line.split()[2].rstrip(","))
+
+    works = bearer(secret).get(EXERCISE).status_code
+    call_command("course_token", COURSE, "bob_instructor", "--revoke", str(token_id),
+                 stdout=StringIO())  # fmt: skip
+
+    assert works == 200
+    assert bearer(secret).get(EXERCISE).status_code == 401
+
+
+def test_the_command_line_refuses_someone_who_does_not_teach_the_course(
+    alice_learner: Any,
+) -> None:
+    import pytest
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="do not teach"):
+        call_command("course_token", COURSE, "alice_learner", "--scope", "exercises:read")
