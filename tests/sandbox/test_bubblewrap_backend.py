@@ -431,6 +431,7 @@ def test_a_cuda_job_without_a_usable_gpu_runs_on_cpu_and_says_so(run_raw: RawRun
     result = run_raw(
         "import os, torch\nprint(os.environ['GRADLAB_DEVICE'], torch.cuda.is_available())",
         device="cuda",
+        wall_seconds=60,  # a cold torch import and exit: over 20 s on a loaded 2-core host
     )
     assert result.status is RunStatus.OK
     assert result.stdout == b"cpu False\n"
