@@ -13,6 +13,7 @@ from grading_helpers import package_at
 from grader.engine import reference_capture
 from grader.protocol import Report
 from grader.sandbox.base import Sandbox
+from grader.spec import Package
 
 pytestmark = pytest.mark.sandbox
 
@@ -38,6 +39,20 @@ CHAIN_RULE_FORGED_BODY = {
 }  # fmt: skip
 
 
+ROOMY = "\n[limits]\nwall_seconds = 90\n"  # a loaded 2-core machine: time is not the subject
+_ROOMY: dict[str, Package] = {}
+
+
+def roomy(exercise: str) -> Package:
+    """The exercise with a generous wall-clock limit (one package per session: the
+    session's reference cache serves it after its first run)."""
+    if exercise not in _ROOMY:
+        files = dict(package_at(exercise).files)
+        files["exercise.toml"] += ROOMY
+        _ROOMY[exercise] = Package.from_files(files)
+    return _ROOMY[exercise]
+
+
 def tamper_kinds(report: Report) -> set[str]:
     return {
         flag.detail.split(":", 1)[0] for flag in report.integrity_flags if flag.kind == "tamper"
@@ -45,7 +60,7 @@ def tamper_kinds(report: Report) -> set[str]:
 
 
 def assert_solution_still_passes(grade_code: GradeCode, exercise: str) -> None:
-    report = grade_code(exercise, package_at(exercise).solution)
+    report = grade_code(roomy(exercise), package_at(exercise).solution)
     assert report.passed and report.score == report.max_score, report.message
     assert report.integrity_flags == ()
 
@@ -63,7 +78,7 @@ y = 3 * x + 4
 z = y**2
 z.backward()
 """
-    report = grade_code("chain-rule", code)
+    report = grade_code(roomy("chain-rule"), code)
     listed = json.loads(report.stdout.split("fds ", 1)[1].splitlines()[0])
     assert set(listed[:4]) == {0, 1, 2, 3} and len(listed) == 5  # the 5th: listdir's own
     assert "proc-access" in tamper_kinds(report)
@@ -89,7 +104,7 @@ for attempt in (
         refused.append(True)
 print("refused", len(refused))
 """
-    report = grade_code("chain-rule", code)
+    report = grade_code(roomy("chain-rule"), code)
     assert report.status == "graded" and not report.passed  # the run went on, it earned nothing
     assert "refused 4" in report.stdout
     assert "signal" in tamper_kinds(report)
@@ -107,7 +122,7 @@ channel = socket.socket(fileno=3)
 channel.sendall(struct.pack(">I", len(message)) + message)
 os._exit(0)
 """
-    report = grade_code("chain-rule", code)
+    report = grade_code(roomy("chain-rule"), code)
     assert report.integrity_flags, "a forged capture must be flagged for review"
     assert "socket" in tamper_kinds(report)
     assert_solution_still_passes(grade_code, "chain-rule")
@@ -128,7 +143,7 @@ def no_engine(tensors, grad_tensors, *args, **kwargs):
 torch.autograd._engine_run_backward = no_engine
 z.backward()
 """
-    report = grade_code("chain-rule", code)
+    report = grade_code(roomy("chain-rule"), code)
     kinds = tamper_kinds(report)
     assert {"autograd-not-run", "replaced"} <= kinds
     details = " ".join(flag.detail for flag in report.integrity_flags)
@@ -148,7 +163,7 @@ x = torch.tensor(2.0, requires_grad=True)
 z = (3 * x + 4) ** 2
 z.backward()
 """
-    report = grade_code("chain-rule", code)
+    report = grade_code(roomy("chain-rule"), code)
     assert {"ctypes", "trace-hook", "replaced"} <= tamper_kinds(report)
     assert_solution_still_passes(grade_code, "chain-rule")
 
@@ -164,7 +179,7 @@ def test_the_exercises_case_helpers_are_not_in_the_learners_sandbox(
         "    return cases._gradients(locals(), y_true, sigmoid_derivative=True)\n",
     }
     for exercise, code in attempts.items():
-        report = grade_code(exercise, code)
+        report = grade_code(roomy(exercise), code)
         assert report.score == 0 and not report.passed, exercise
         assert_solution_still_passes(grade_code, exercise)
 
@@ -174,20 +189,21 @@ def test_module_level_code_sees_no_hidden_case_and_walking_the_heap_is_flagged(
 ) -> None:
     code = """
 import gc
-found = [o for o in gc.get_objects() if isinstance(o, dict) and "cases" in o]
-print("found", len(found))
+found = [o for o in gc.get_objects() if isinstance(o, dict) and "observe" in o and "call" in o]
+if found:
+    raise RuntimeError(f"found {len(found)} cases")
 
 def grad_fn_names(t):
     return []
 """
-    report = grade_code("graph-inspection", code)
+    report = grade_code(roomy("graph-inspection"), code)
     assert "gc-walk" in tamper_kinds(report)
-    assert "found 0" in report.stdout
+    assert report.exception is None  # the heap held no case when the module ran
     assert_solution_still_passes(grade_code, "graph-inspection")
 
 
 def test_the_visible_example_is_fixed_and_hidden_cases_follow_the_seed(sandbox: Sandbox) -> None:
-    package = package_at("chunked-mean")
+    package = roomy("chunked-mean")
     one = reference_capture(package, seed=1, device="cpu", sandbox=sandbox, cache=None)
     two = reference_capture(package, seed=2, device="cpu", sandbox=sandbox, cache=None)
     assert one.cases[0].input == two.cases[0].input
