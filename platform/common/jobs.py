@@ -7,13 +7,18 @@ may not receive:
   with a lease, and the sweep sends it again;
 - a worker claims the row with a conditional update (queued -> running, attempts + 1, a
   running lease): a duplicated or redelivered message finds nothing to claim;
+- the claim records its owner (common.owner: host, pid, process start time). A claim
+  whose owner is provably gone (same host, the process dead or its pid reused) is taken
+  over at once by a redelivered message (acks_late + reject_on_worker_lost redeliver the
+  message of a killed pool process) or by the sweep: recovery in seconds;
 - the attempt number is the fencing token: a worker writes its result only while the row
   is still running under its attempt (`job_owned`);
-- the sweep re-queues rows whose lease expired (a queued row whose message was lost, a
-  running row whose worker died) and fails those that used every attempt.
+- the sweep re-queues rows whose owner is gone, and rows whose lease expired (a queued
+  row whose message was lost, a running row on a host that was lost: the last resort),
+  and fails those that used every attempt.
 
 A row has `status` ("queued", "running", then final states of its own), `attempts`,
-`lease_expires_at` and `started_at`.
+`claimed_by`, `lease_expires_at` and `started_at`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from typing import Any, Generic, TypeVar
 from django.db import models, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
+
+from common import owner
 
 logger = logging.getLogger(__name__)
 
@@ -84,25 +91,54 @@ def job_enqueue_on_commit(kind: JobKind[Any], *, job_id: int, queue: str) -> Non
 
 
 def job_claim(kind: JobKind[Any], *, job_id: int) -> int | None:
-    """queued -> running under a new attempt number (returned), or None when the row is
-    not queued (already claimed, finished, or gone)."""
+    """queued -> running under a new attempt number (returned), or a running claim whose
+    owner is provably gone taken over under a new attempt; None when the row is not ours
+    to run (claimed by a live owner, finished, gone, or out of attempts)."""
+    attempt = _claim(kind, kind.rows().filter(pk=job_id, status=QUEUED), job_id)
+    if attempt is not None:
+        return attempt
+    return _take_over(kind, job_id)
+
+
+def _claim(kind: JobKind[Any], rows: QuerySet[Any], job_id: int) -> int | None:
     now = timezone.now()
     lease = timedelta(seconds=kind.running_lease_seconds())
     with transaction.atomic():
-        claimed = (
-            kind.rows()
-            .filter(pk=job_id, status=QUEUED)
-            .update(
-                status=RUNNING,
-                attempts=F("attempts") + 1,
-                started_at=now,
-                lease_expires_at=now + lease,
-            )
+        claimed = rows.update(
+            status=RUNNING,
+            attempts=F("attempts") + 1,
+            claimed_by=str(owner.current()),
+            started_at=now,
+            lease_expires_at=now + lease,
         )
         if claimed != 1:
             return None
         attempt: int = kind.rows().values_list("attempts", flat=True).get(pk=job_id)
         return attempt
+
+
+def _take_over(kind: JobKind[Any], job_id: int) -> int | None:
+    row = kind.rows().filter(pk=job_id, status=RUNNING).first()
+    if row is None or not owner.is_gone(row.claimed_by):
+        return None
+    same = _same_claim(kind, row)
+    if row.attempts >= kind.max_attempts():
+        if same.update(**kind.lost_fields(row, timezone.now())) == 1:
+            logger.warning("%s %s: owner %s gone after %s attempts: failed",
+                           kind.name, job_id, row.claimed_by, row.attempts)  # fmt: skip
+        return None
+    attempt = _claim(kind, same, job_id)
+    if attempt is not None:
+        logger.warning("%s %s: owner %s is gone; taken over as attempt %s",
+                       kind.name, job_id, row.claimed_by, attempt)  # fmt: skip
+    return attempt
+
+
+def _same_claim(kind: JobKind[Any], row: Any) -> QuerySet[Any]:
+    """The row while nobody changed its claim since it was read."""
+    return kind.rows().filter(
+        pk=row.pk, status=RUNNING, attempts=row.attempts, claimed_by=row.claimed_by
+    )
 
 
 def job_owned(kind: JobKind[Row], *, job_id: int, attempt: int) -> QuerySet[Row]:
@@ -124,34 +160,58 @@ def job_release(kind: JobKind[Row], *, row: Row, attempt: int, countdown: float)
 
 
 def jobs_sweep(kind: JobKind[Any], *, now: datetime | None = None) -> SweepResult:
-    """Re-queues rows whose lease expired: queued ones the broker lost, running ones whose
-    worker died. One that already used every attempt gets `kind.lost_fields`."""
+    """Re-queues running rows whose owner on this host is gone, and rows whose lease
+    expired: queued ones the broker lost, running ones on a lost host. One that already
+    used every attempt gets `kind.lost_fields`."""
     now = now or timezone.now()
-    stuck = list(
-        kind.rows()
-        .filter(status__in=[QUEUED, RUNNING], lease_expires_at__lt=now)
-        .order_by("lease_expires_at")[:SWEEP_BATCH]
-    )
     requeued: list[int] = []
     failed: list[int] = []
-    for row in stuck:
-        if _sweep_one(kind, row, now):
+    seen: set[int] = set()
+    for row, same in _orphaned(kind) + _expired(kind, now):
+        if row.pk in seen:
+            continue
+        seen.add(row.pk)
+        if _sweep_one(kind, row, same, now):
             requeued.append(row.pk)
         else:
             failed.append(row.pk)
     return SweepResult(requeued=tuple(requeued), failed=tuple(failed))
 
 
-def _sweep_one(kind: JobKind[Any], row: Any, now: datetime) -> bool:
-    same = kind.rows().filter(
-        pk=row.pk, status=row.status, attempts=row.attempts, lease_expires_at__lt=now
+def _orphaned(kind: JobKind[Any]) -> list[tuple[Any, QuerySet[Any]]]:
+    here = kind.rows().filter(status=RUNNING, claimed_by__startswith=f"{owner.this_host()}/")
+    return [
+        (row, _same_claim(kind, row))
+        for row in here.order_by("started_at")[:SWEEP_BATCH]
+        if owner.is_gone(row.claimed_by)
+    ]
+
+
+def _expired(kind: JobKind[Any], now: datetime) -> list[tuple[Any, QuerySet[Any]]]:
+    stuck = (
+        kind.rows()
+        .filter(status__in=[QUEUED, RUNNING], lease_expires_at__lt=now)
+        .order_by("lease_expires_at")[:SWEEP_BATCH]
     )
+    return [
+        (
+            row,
+            kind.rows().filter(
+                pk=row.pk, status=row.status, attempts=row.attempts, lease_expires_at__lt=now
+            ),
+        )
+        for row in stuck
+    ]
+
+
+def _sweep_one(kind: JobKind[Any], row: Any, same: QuerySet[Any], now: datetime) -> bool:
     if row.attempts >= kind.max_attempts():
         if same.update(**kind.lost_fields(row, now)) == 1:
             logger.warning("%s %s lost after %s attempts: failed", kind.name, row.pk, row.attempts)
         return False
     if same.update(status=QUEUED, lease_expires_at=job_queued_until(kind, now=now)) == 1:
-        logger.warning("%s %s (%s) lease expired: re-queued", kind.name, row.pk, row.status)
+        logger.warning("%s %s (%s, owner %s) re-queued: lease expired or owner gone",
+                       kind.name, row.pk, row.status, row.claimed_by or "-")  # fmt: skip
         job_enqueue(kind, job_id=row.pk, queue=kind.queue_of(row))
     return True
 

@@ -6,5 +6,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/", include("api.urls")),
     path("api/v1/", include("integrations.urls")),
     path("lti/", include("lti.urls")),
+    path("", include("ops.urls")),  # /healthz/live, /healthz/ready
     path("", include("web.urls")),
 ]

@@ -103,6 +103,8 @@ class ExerciseJob(models.Model):
     outcome = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)  # claims so far (common.jobs)
+    # common.owner of the current claim: "host#boot/pid/start time"
+    claimed_by = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

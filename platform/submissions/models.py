@@ -35,6 +35,8 @@ class Submission(models.Model):
     code = models.TextField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     attempts = models.PositiveIntegerField(default=0)  # grading claims so far
+    # common.owner of the current claim: "host#boot/pid/start time"
+    claimed_by = models.CharField(max_length=200, blank=True, default="")
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

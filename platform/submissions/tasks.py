@@ -14,7 +14,10 @@ def grade_submission(submission_id: int) -> str:
 
 @shared_task(name="gradlab.sweep_submissions")
 def sweep_submissions() -> dict[str, list[int]]:
+    from ops.heartbeats import SWEEP, heartbeat_record
+
     result = services.submissions_sweep()
+    heartbeat_record(SWEEP)  # readiness fails when this grows old (the scheduler stopped)
     return {"requeued": list(result.requeued), "failed": list(result.failed)}
 
 

@@ -114,7 +114,8 @@ def test_a_worker_killed_mid_grading_still_gets_the_submission_graded_once(
     assert row.passed is True
     assert row.attempts >= 2  # 2, unless a slow machine also outlived the second lease
     assert CheckResult.objects.filter(submission=row).count() == len(manifest(E2E_SLUG)["checks"])
-    assert "lease expired: re-queued" in second.output()
+    # its claim's owner (a pool process of the killed worker) is gone: no wait for the lease
+    assert "re-queued: lease expired or owner gone" in second.output()
 
 
 def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(

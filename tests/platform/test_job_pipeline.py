@@ -225,3 +225,98 @@ def test_the_sweep_fails_a_row_that_used_every_attempt_and_sends_nothing(
     reason = stuck.error_message if job_kind == "submission" else stuck.error
     assert "after 2 attempts" in reason
     assert queue_length(worker_queue) == 0
+
+
+# -- owners: a claim of a dead process is taken over at once --------------------------
+
+
+def _dead_owner() -> str:
+    """The owner text of a process of this host that has exited (and was reaped)."""
+    import subprocess
+
+    from common import owner
+
+    child = subprocess.Popen(["sleep", "30"])
+    found = owner.process_start(child.pid)
+    assert found is not None
+    child.kill()
+    child.wait()
+    return str(owner.Owner(host=owner.this_host(), pid=child.pid, started=found[1]))
+
+
+def test_an_owner_is_gone_only_when_its_process_on_this_host_is_provably_dead() -> None:
+    from common import owner
+
+    me = owner.current()
+    assert not owner.is_gone(str(me))
+    assert owner.is_gone(_dead_owner())
+    # the same pid, started at another time: the pid was reused by another process
+    assert owner.is_gone(str(owner.Owner(host=me.host, pid=me.pid, started=me.started + 1)))
+    # another host cannot be checked from here: only its lease ends its claim
+    assert not owner.is_gone(str(owner.Owner(host="elsewhere#1", pid=1, started=1)))
+    assert not owner.is_gone("") and not owner.is_gone("not/an owner")
+
+
+def test_a_claim_records_its_owner_process(make_row: Any) -> None:
+    from common import jobs, owner
+
+    kind, row = make_row()
+    jobs.job_claim(kind, job_id=row.pk)
+
+    row.refresh_from_db()
+    assert owner.Owner.parse(row.claimed_by) == owner.current()
+
+
+def test_a_redelivery_takes_over_a_running_claim_whose_owner_is_dead(make_row: Any) -> None:
+    from common import jobs
+
+    kind, row = make_row(status="running", attempts=1, claimed_by=_dead_owner(),
+                         lease_expires_at=timezone.now() + timedelta(hours=1))  # fmt: skip
+
+    assert jobs.job_claim(kind, job_id=row.pk) == 2
+    assert jobs.job_claim(kind, job_id=row.pk) is None  # the new owner (us) is alive
+
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("running", 2)
+
+
+def test_a_redelivery_leaves_a_running_claim_of_a_live_owner_alone(make_row: Any) -> None:
+    from common import jobs, owner
+
+    kind, row = make_row(status="running", attempts=1, claimed_by=str(owner.current()),
+                         lease_expires_at=timezone.now() + timedelta(hours=1))  # fmt: skip
+
+    assert jobs.job_claim(kind, job_id=row.pk) is None
+    row.refresh_from_db()
+    assert row.attempts == 1
+
+
+def test_a_dead_owner_claim_out_of_attempts_is_failed_not_run_again(
+    make_row: Any, settings: Any
+) -> None:
+    from common import jobs
+
+    kind, row = make_row(status="running", attempts=settings.GRADLAB_MAX_ATTEMPTS,
+                         claimed_by=_dead_owner(),
+                         lease_expires_at=timezone.now() + timedelta(hours=1))  # fmt: skip
+
+    assert jobs.job_claim(kind, job_id=row.pk) is None
+    row.refresh_from_db()
+    assert row.status == "failed"
+
+
+def test_the_sweep_requeues_a_running_row_whose_owner_died_before_its_lease_ends(
+    make_row: Any, worker_queue: str
+) -> None:
+    from common import jobs
+
+    kind, row = make_row(status="running", attempts=1, claimed_by=_dead_owner(),
+                         lease_expires_at=timezone.now() + timedelta(hours=1))  # fmt: skip
+
+    result = jobs.jobs_sweep(kind)
+
+    assert result.requeued == (row.pk,)
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == ("queued", 1)  # the next claim counts attempt 2
+    assert queue_length(worker_queue) == 1
+    assert jobs.jobs_sweep(kind).requeued == ()  # once

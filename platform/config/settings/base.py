@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "integrations",  # course API tokens, idempotency keys, webhooks
     "lti_tool",  # django-lti: LTI registrations, deployments, keys, contexts
     "lti",  # gradlab's LTI 1.3 tool (platform/lti)
+    "ops",  # heartbeats, health endpoints, startup checks (platform/ops)
 ]
 
 MIDDLEWARE = [
@@ -182,6 +183,10 @@ GRADLAB_RUNNING_LEASE_SECONDS = env_int("GRADLAB_RUNNING_LEASE_SECONDS", 240)
 # A queued submission not claimed within this time is re-sent (the broker lost it).
 GRADLAB_QUEUED_LEASE_SECONDS = env_int("GRADLAB_QUEUED_LEASE_SECONDS", 300)
 GRADLAB_SWEEP_INTERVAL_SECONDS = env_float("GRADLAB_SWEEP_INTERVAL_SECONDS", 60.0)
+# The recovery sweep (submissions and instructor jobs whose worker died) runs this often:
+# a job of a dead worker is graded again within about this long. Readiness fails when
+# the last sweep is older than three intervals (ops.heartbeats).
+GRADLAB_RECOVERY_SWEEP_SECONDS = env_float("GRADLAB_RECOVERY_SWEEP_SECONDS", 10.0)
 # Instructor jobs (validate, regrade) run many sandboxes: their own time limits, and a
 # running lease above the hard limit (the same sweep re-queues a job whose worker died).
 GRADLAB_JOB_SOFT_TIME_LIMIT = env_int("GRADLAB_JOB_SOFT_TIME_LIMIT", 30 * 60)
@@ -204,13 +209,13 @@ CELERY_TASK_ROUTES = {
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
         "task": "gradlab.sweep_submissions",
-        "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
-        "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+        "schedule": GRADLAB_RECOVERY_SWEEP_SECONDS,
+        "options": {"expires": GRADLAB_RECOVERY_SWEEP_SECONDS},
     },
     "sweep-stuck-exercise-jobs": {
         "task": "gradlab.sweep_exercise_jobs",
-        "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
-        "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+        "schedule": GRADLAB_RECOVERY_SWEEP_SECONDS,
+        "options": {"expires": GRADLAB_RECOVERY_SWEEP_SECONDS},
     },
     # Docker sandboxes of a worker that died mid-job outlive it: remove them even when no
     # new job arrives (a no-op with bubblewrap).
@@ -220,8 +225,11 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
     },
 }
-# Unacknowledged messages come back after this long: longer than any retry countdown.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Unacknowledged messages come back after this long: longer than any retry countdown and
+# at least twice the longest task time limit (ops.checks refuses less).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("GRADLAB_VISIBILITY_TIMEOUT_SECONDS", 2 * 3600)
+}
 
 
 # --- Integrations (platform/integrations): idempotency keys, webhooks -------------------
