@@ -423,6 +423,11 @@ def course_error(trial: Trial) -> str | None:
     return None
 
 
+def reference_error_slugs(trial: Trial) -> set[str]:
+    """The course errors the reference's own run raised (the exercise's subject)."""
+    return set(_error_slugs(trial.reference_calls, trial.reference_exception))
+
+
 def crashed(trial: Trial) -> bool:
     mine, theirs = trial.learner_exception, trial.reference_exception
     return mine is not None and (theirs is None or theirs.type != mine.type)

@@ -62,10 +62,13 @@ def each_trial(
 
 
 def _named_failure(trial: Trial, outcome: Outcome, fallback: str) -> Outcome:
+    context = diagnose.context_diagnosis(trial, outcome.diagnosis)
     if fallback and outcome.diagnosis in ("", "wrong-value"):
         diagnosis = fallback
+    elif fallback and context in diagnose.reference_error_slugs(trial):
+        diagnosis = fallback  # the error the exercise teaches: the check's subject names it
     else:
-        diagnosis = diagnose.context_diagnosis(trial, outcome.diagnosis)
+        diagnosis = context
     message = outcome.message
     error = trial.learner_exception
     if diagnosis != outcome.diagnosis and error is not None:

@@ -144,7 +144,7 @@ def test_non_utf8_file_is_rejected(tmp_path: Path) -> None:
 def test_module_manifest_lists_the_course_in_order() -> None:
     module = load_module(REPO / "exercises")
     assert module.exercises[0] == "first-gradient"
-    assert len(module.exercises) == 18
+    assert len(module.exercises) == 19
 
 
 def test_limits_are_validated() -> None:
