@@ -3,6 +3,7 @@
     python -m grader check exercises/<slug>       validate one package
     python -m grader check exercises/             validate every package (and module.toml)
     python -m grader run exercises/<slug> answer.py [--json]   grade one answer
+    python -m grader mutants exercises/<slug>     grade the reference's auto-mutants
 
 Everything is built here from the command line, with the same environment variables as
 the platform's settings for defaults: `--sandbox` (GRADLAB_SANDBOX, default bubblewrap)
@@ -10,7 +11,8 @@ configured by the other GRADLAB_SANDBOX* variables (grader.sandbox.config.Sandbo
 `--device` (GRADLAB_DEVICE, default cpu), `--cache-dir` (GRADLAB_CACHE_DIR, default
 var/reference-cache). The seed defaults to grader.engine.DEV_SEED (a fixed development
 seed); `--seed` overrides it. Exit status: 0 when everything is as declared / the answer
-passes, 1 otherwise, 2 for a malformed package or bad arguments, 3 for a sandbox fault.
+passes / no mutant survives undeclared, 1 otherwise, 2 for a malformed package or bad
+arguments, 3 for a sandbox fault.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from grader.cache import DEFAULT_CACHE_DIR, ReferenceCache
 from grader.engine import DEV_SEED, GradeJob, grade
+from grader.mutants import run_mutants, table
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
@@ -139,6 +142,13 @@ def command_run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
+def command_mutants(args: argparse.Namespace) -> int:
+    package = load_package(args.package)
+    results = run_mutants(package, sandbox=_sandbox(args), cache=_cache(args), seed=args.seed)
+    print(table(package.slug, package.solution, results), flush=True)
+    return EXIT_FAILED if any(result.bad for result in results) else EXIT_OK
+
+
 def _common(command: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     backend = environ.get("GRADLAB_SANDBOX", "bubblewrap")
     device = environ.get("GRADLAB_DEVICE", "cpu")
@@ -163,6 +173,10 @@ def parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     _common(run, environ)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(handler=command_run)
+    mutants = commands.add_parser("mutants", help="grade the reference's auto-mutants")
+    mutants.add_argument("package", help="exercises/<slug>")
+    _common(mutants, environ)
+    mutants.set_defaults(handler=command_mutants)
     return main
 
 

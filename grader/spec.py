@@ -247,6 +247,7 @@ TOP_LEVEL_KEYS = {
     "wrong",
     "alternative",
     "diagnoses",
+    "equivalent_mutant",  # read by grader.mutants (declared-equivalent auto-mutants)
 }
 
 

@@ -1,0 +1,529 @@
+"""Auto-mutants (`python -m grader mutants exercises/<slug>`): the course's classic mistakes,
+made by one `ast.NodeTransformer` per mutation at one site of the reference solution at a
+time, each graded through the normal engine and sandbox. A mutant the checks pass
+("survived") shows a weak check, unless the manifest declares it equivalent:
+
+    [[equivalent_mutant]]
+    name = "flip-sign@12"            # the mutant's name as the table prints it
+    reason = "the sign of this term cancels in the squared loss"
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+import tomllib
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from grader.cache import ReferenceCache
+from grader.capture import Capture, TensorValue
+from grader.engine import DEV_SEED, GradeJob, grade, reference_capture
+from grader.protocol import ExerciseError, InfrastructureError, Report
+from grader.sandbox.base import Sandbox
+from grader.spec import MANIFEST, Package, PackageError
+
+MUTANT_WORKERS = 2  # sandbox runs of one package graded at once
+
+# -- transformers ----------------------------------------------------------------------
+
+
+def _method(node: ast.AST, *names: str) -> bool:
+    """`node` is a call of a method (or attribute function) named one of `names`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in names
+    )
+
+
+def _statement_call(node: ast.stmt, *names: str) -> bool:
+    return isinstance(node, ast.Expr) and _method(node.value, *names)
+
+
+def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def _no_grad(item: ast.withitem) -> bool:
+    expr = item.context_expr
+    return isinstance(expr, ast.Call) and (
+        (isinstance(expr.func, ast.Attribute) and expr.func.attr == "no_grad")
+        or (isinstance(expr.func, ast.Name) and expr.func.id == "no_grad")
+    )
+
+
+class SiteMutator(ast.NodeTransformer):
+    """Mutates the `index`-th site (in walk order) where `mutate` applies; counts all sites.
+    Subclasses implement `mutate(node) -> replacement | None` for the node types they
+    visit, returning None where the mutation does not apply."""
+
+    name = ""
+    summary = ""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.sites = 0
+        self.line = 0
+
+    def take(self, node: ast.AST) -> bool:
+        """Counts a site; True when it is the one to mutate."""
+        chosen = self.sites == self.index
+        self.sites += 1
+        if chosen:
+            self.line = getattr(node, "lineno", 0)
+        return chosen
+
+    def site(self, node: ast.AST, replacement: Any) -> Any:
+        """Counts a site; returns the replacement when it is the chosen one, else `node`."""
+        return replacement if self.take(node) else node
+
+
+class DropKeyword(SiteMutator):
+    """Removes one keyword argument (`retain_graph`, `create_graph`, `requires_grad`)."""
+
+    keyword = ""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        found = _keyword(node, self.keyword)
+        if found is None or (isinstance(found.value, ast.Constant) and not found.value.value):
+            return node
+        mutant = copy.copy(node)
+        mutant.keywords = [k for k in node.keywords if k is not found]
+        return self.site(node, mutant)  # type: ignore[no-any-return]
+
+
+class DropRetainGraph(DropKeyword):
+    name, keyword = "drop-retain-graph", "retain_graph"
+    summary = "a backward without retain_graph"
+
+
+class DropCreateGraph(DropKeyword):
+    name, keyword = "drop-create-graph", "create_graph"
+    summary = "a derivative taken without create_graph"
+
+
+class DropRequiresGrad(DropKeyword):
+    name, keyword = "drop-requires-grad", "requires_grad"
+    summary = "a tensor created without requires_grad"
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if _method(node, "requires_grad_"):  # x = t.requires_grad_() -> x = t
+            self.generic_visit(node)
+            return self.site(node, node.func.value)  # type: ignore[attr-defined,no-any-return]
+        return super().visit_Call(node)
+
+
+class DropStatement(SiteMutator):
+    """Replaces one matching expression statement with `pass`."""
+
+    def matches(self, node: ast.stmt) -> bool:
+        raise NotImplementedError
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        if not self.matches(node):
+            return node
+        return self.site(node, ast.copy_location(ast.Pass(), node))  # type: ignore[no-any-return]
+
+
+class DropZeroGrad(DropStatement):
+    name, summary = "drop-zero-grad", "the gradients are never cleared"
+
+    def matches(self, node: ast.stmt) -> bool:
+        if _statement_call(node, "zero_grad"):
+            return True
+        if not _statement_call(node, "zero_"):
+            return False
+        owner = node.value.func.value  # type: ignore[attr-defined]
+        return isinstance(owner, ast.Attribute) and owner.attr == "grad"
+
+
+class DropRetainGrad(DropStatement):
+    name, summary = "drop-retain-grad", ".grad of a non-leaf without retain_grad()"
+
+    def matches(self, node: ast.stmt) -> bool:
+        return _statement_call(node, "retain_grad")
+
+
+class BareBackward(SiteMutator):
+    """`y.backward(v)` -> `y.backward()`: the upstream gradient dropped."""
+
+    name, summary = "bare-backward", "backward() without its gradient argument"
+    keywords = ("gradient", "grad_tensors")
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not _method(node, "backward"):
+            return node
+        kept = [k for k in node.keywords if k.arg not in self.keywords]
+        func = node.func
+        own = isinstance(func, ast.Attribute) and not (
+            isinstance(func.value, ast.Attribute) and func.value.attr == "autograd"
+        )
+        args = [] if own else node.args[:1]  # torch.autograd.backward(y, v) keeps y
+        if len(args) == len(node.args) and len(kept) == len(node.keywords):
+            return node
+        mutant = copy.copy(node)
+        mutant.args, mutant.keywords = args, kept
+        return self.site(node, mutant)  # type: ignore[no-any-return]
+
+
+class FlipSign(SiteMutator):
+    """One `+` <-> `-` (binary or augmented assignment)."""
+
+    name, summary = "flip-sign", "a sign flipped in the loss or the update"
+    swap: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add}
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if type(node.op) not in self.swap or _is_text(node):
+            return node
+        mutant = copy.copy(node)
+        mutant.op = self.swap[type(node.op)]()
+        return self.site(node, mutant)  # type: ignore[no-any-return]
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        if type(node.op) not in self.swap:
+            return node
+        mutant = copy.copy(node)
+        mutant.op = self.swap[type(node.op)]()
+        return self.site(node, mutant)  # type: ignore[no-any-return]
+
+
+def _is_text(node: ast.BinOp) -> bool:
+    """An operation on string literals or f-strings (text, not a loss)."""
+    return any(
+        isinstance(side, ast.JoinedStr)
+        or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+        for side in (node.left, node.right)
+    )
+
+
+class DetachMidGraph(SiteMutator):
+    """`y = <arithmetic>` -> `y = (<arithmetic>).detach()`: the graph cut mid-way."""
+
+    name, summary = "detach-mid-graph", ".detach() on an intermediate result"
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if not isinstance(node.value, ast.BinOp) or _is_text(node.value):
+            return node
+        call = ast.Call(
+            func=ast.Attribute(value=node.value, attr="detach", ctx=ast.Load()),
+            args=[],
+            keywords=[],
+        )
+        mutant = copy.copy(node)
+        mutant.value = call
+        return self.site(node, mutant)  # type: ignore[no-any-return]
+
+
+class MeanSumSwap(SiteMutator):
+    name, summary = "mean-sum-swap", "sum where the mean belongs, or the other way round"
+    swap = {"mean": "sum", "sum": "mean"}
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr not in self.swap:
+            return node
+        mutant = copy.copy(node)
+        mutant.attr = self.swap[node.attr]
+        return self.site(node, mutant)  # type: ignore[no-any-return]
+
+
+class DropDivision(SiteMutator):
+    """`a / b` -> `a` (and `a /= b` removed): the micro-batch loss left unscaled."""
+
+    name, summary = "drop-division", "a loss or gradient left unscaled (division dropped)"
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Div) or _is_text(node):
+            return node
+        return self.site(node, node.left)  # type: ignore[no-any-return]
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        if not isinstance(node.op, ast.Div):
+            return node
+        return self.site(node, ast.copy_location(ast.Pass(), node))  # type: ignore[no-any-return]
+
+
+class UpdateOutsideNoGrad(SiteMutator):
+    """`with torch.no_grad(): body` -> `body` (an `if True:` keeps the indentation)."""
+
+    name, summary = "update-outside-no-grad", "the update made outside torch.no_grad()"
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        self.generic_visit(node)
+        if not any(_no_grad(item) for item in node.items):
+            return node
+        replacement = ast.If(test=ast.Constant(True), body=node.body, orelse=[])
+        return self.site(node, ast.copy_location(replacement, node))  # type: ignore[no-any-return]
+
+
+class BlockMutator(SiteMutator):
+    """Mutates statement lists (module, function, loop and branch bodies)."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(node, field, self.block(block))
+        return super().generic_visit(node)
+
+    def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        raise NotImplementedError
+
+
+class StepBeforeBackward(BlockMutator):
+    """`loss.backward(); opt.step()` -> `opt.step(); loss.backward()` in one block."""
+
+    name, summary = "step-before-backward", "the optimizer step taken before backward()"
+
+    def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        for i, statement in enumerate(statements):
+            if not _statement_call(statement, "backward"):
+                continue
+            later = [
+                j for j in range(i + 1, len(statements)) if _statement_call(statements[j], "step")
+            ]
+            if later and self.take(statement):
+                j = later[0]
+                return [*statements[:i], statements[j], *statements[i:j], *statements[j + 1 :]]
+        return statements
+
+
+class ExtraBackward(BlockMutator):
+    """A backward statement run twice."""
+
+    name, summary = "extra-backward", "one backward() too many"
+
+    def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        result: list[ast.stmt] = []
+        for statement in statements:
+            result.append(statement)
+            if _statement_call(statement, "backward") and self.take(statement):
+                result.append(copy.deepcopy(statement))
+        return result
+
+
+class HandWrittenGrad(BlockMutator):
+    """The last backward made a throw-away (`(root).sum().mul(0).backward()`), followed by
+    the reference's final `.grad` values written by hand."""
+
+    name, summary = "hand-written-grad", "a throw-away backward, then .grad written by hand"
+
+    def __init__(self, index: int, grads: dict[str, TensorValue] | None = None) -> None:
+        super().__init__(index)
+        self.grads = grads or {}
+
+    def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        if not self.grads:
+            return statements
+        result: list[ast.stmt] = []
+        for statement in statements:
+            own = _statement_call(statement, "backward") and _own_backward(statement)
+            if own and self.take(statement):
+                result.extend(self.replacement(statement))
+            else:
+                result.append(statement)
+        return result
+
+    def replacement(self, statement: ast.stmt) -> list[ast.stmt]:
+        call: ast.Call = statement.value  # type: ignore[attr-defined]
+        root = call.func.value  # type: ignore[attr-defined]
+        kept = ", ".join(ast.unparse(k) for k in call.keywords if k.arg == "retain_graph")
+        throwaway = f"({ast.unparse(root)}).sum().mul(0).backward({kept})"
+        lines = [throwaway, "import torch as _t"]
+        for name, value in self.grads.items():
+            data = list(value.data) if value.shape else value.data[0]
+            shape = list(value.shape)
+            lines.append(
+                f"{name}.grad = _t.tensor({data!r}, dtype=_t.{value.dtype}).reshape({shape})"
+            )
+        return [ast.copy_location(s, statement) for s in ast.parse("\n".join(lines)).body]
+
+
+def _own_backward(statement: ast.stmt) -> bool:
+    func = statement.value.func  # type: ignore[attr-defined]
+    return not (isinstance(func.value, ast.Attribute) and func.value.attr == "autograd")
+
+
+MUTATORS: tuple[type[SiteMutator], ...] = (
+    DropZeroGrad,
+    DropRetainGraph,
+    BareBackward,
+    FlipSign,
+    DetachMidGraph,
+    DropRequiresGrad,
+    MeanSumSwap,
+    DropDivision,
+    UpdateOutsideNoGrad,
+    StepBeforeBackward,
+    ExtraBackward,
+    HandWrittenGrad,
+    DropRetainGrad,
+    DropCreateGraph,
+)
+
+
+# -- generation --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mutant:
+    mutation: str
+    line: int
+    source: str
+    summary: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.mutation}@{self.line}"
+
+
+def _sites(
+    tree: ast.Module, build: Callable[[int], SiteMutator]
+) -> Iterator[tuple[SiteMutator, ast.Module]]:
+    index = 0
+    while True:
+        mutator = build(index)
+        mutated = mutator.visit(copy.deepcopy(tree))
+        if index >= mutator.sites:
+            return
+        yield mutator, ast.fix_missing_locations(mutated)
+        index += 1
+
+
+def generate(source: str, grads: dict[str, TensorValue] | None = None) -> list[Mutant]:
+    """Every mutant of `source`: each mutation at each site where it applies, skipping
+    those that unparse to the unmutated code."""
+    tree = ast.parse(source)
+    original = ast.unparse(tree)
+    mutants: list[Mutant] = []
+    seen = {original}
+    for kind in MUTATORS:
+
+        def build(index: int, kind: type[SiteMutator] = kind) -> SiteMutator:
+            if kind is HandWrittenGrad:
+                return HandWrittenGrad(index, grads)
+            return kind(index)
+
+        for mutator, mutated in _sites(tree, build):
+            text = ast.unparse(mutated)
+            if text in seen:
+                continue
+            seen.add(text)
+            mutants.append(Mutant(kind.name, mutator.line, text + "\n", kind.summary))
+    return mutants
+
+
+def reference_grads(capture: Capture, names: Sequence[str]) -> dict[str, TensorValue]:
+    """The final `.grad` of every captured leaf tensor the reference left one on."""
+    grads: dict[str, TensorValue] = {}
+    for name in names:
+        value = capture.variables.get(name) if capture.variables else None
+        grad = getattr(value, "grad", None)
+        if isinstance(value, TensorValue) and isinstance(grad, TensorValue) and value.is_leaf:
+            grads[name] = grad
+    return grads
+
+
+# -- declared equivalents ----------------------------------------------------------------
+
+
+def equivalent_mutants(package: Package) -> dict[str, str]:
+    """`[[equivalent_mutant]]` entries of the manifest: name -> reason."""
+    where = f"exercises/{package.slug}/{MANIFEST}"
+    raw = tomllib.loads(package.files[MANIFEST]).get("equivalent_mutant", [])
+    if not isinstance(raw, list):
+        raise PackageError(f"{where}: equivalent_mutant: must be an array of tables")
+    declared: dict[str, str] = {}
+    for index, item in enumerate(raw):
+        here = f"{where}: equivalent_mutant[{index}]"
+        if not isinstance(item, dict) or set(item) != {"name", "reason"}:
+            raise PackageError(f"{here}: needs exactly the fields name and reason")
+        name, reason = item["name"], item["reason"]
+        if not isinstance(name, str) or not isinstance(reason, str) or not reason.strip():
+            raise PackageError(f"{here}: name and reason must be non-empty strings")
+        declared[name] = reason
+    return declared
+
+
+# -- grading -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    mutant: Mutant
+    outcome: str  # "caught" | "survived" | "equivalent" | "error"
+    detail: str  # the diagnoses, the declared reason, or the failure
+
+    @property
+    def bad(self) -> bool:
+        return self.outcome == "survived"
+
+
+def classify(report: Report, mutant: Mutant, declared: dict[str, str]) -> MutantResult:
+    if report.status != "graded":
+        return MutantResult(mutant, "error", report.message or report.status)
+    if not report.passed:
+        found = sorted({c.diagnosis or "no diagnosis" for c in report.checks if not c.passed})
+        return MutantResult(mutant, "caught", ", ".join(found))
+    if mutant.name in declared:
+        return MutantResult(mutant, "equivalent", declared[mutant.name])
+    return MutantResult(mutant, "survived", f"{report.score:g}/{report.max_score:g}")
+
+
+def run_mutants(
+    package: Package,
+    *,
+    sandbox: Sandbox,
+    cache: ReferenceCache | None = None,
+    seed: int = DEV_SEED,
+    workers: int = MUTANT_WORKERS,
+) -> list[MutantResult]:
+    """Generates and grades every mutant of the package's reference solution."""
+    declared = equivalent_mutants(package)
+    reference = reference_capture(package, seed=seed, device="cpu", sandbox=sandbox, cache=cache)
+    grads = reference_grads(reference, package.manifest.names) if reference.kind == "script" else {}
+    mutants = generate(package.solution, grads)
+
+    def judge(mutant: Mutant) -> MutantResult:
+        job = GradeJob(package=package, code=mutant.source, seed=seed)
+        try:
+            report = grade(job, sandbox=sandbox, cache=cache)
+        except (ExerciseError, InfrastructureError) as error:
+            return MutantResult(mutant, "error", str(error))
+        return classify(report, mutant, declared)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(judge, mutants))
+
+
+def diff(source: str, mutant: Mutant) -> str:
+    original = ast.unparse(ast.parse(source)).splitlines()
+    lines = difflib.unified_diff(
+        original, mutant.source.splitlines(), "solution.py", mutant.name, lineterm="", n=1
+    )
+    return "\n".join(lines)
+
+
+def table(slug: str, source: str, results: Sequence[MutantResult]) -> str:
+    counts = {k: sum(r.outcome == k for r in results) for k in _OUTCOMES}
+    head = f"{slug}: {len(results)} mutants, " + ", ".join(f"{n} {k}" for k, n in counts.items())
+    rows = [head, f"  {'mutant':<28} {'line':>4}  result"]
+    for r in results:
+        rows.append(f"  {r.mutant.mutation:<28} {r.mutant.line:>4}  {r.outcome} ({r.detail})")
+    for r in results:
+        if r.bad:
+            rows.append(f"survivor {r.mutant.name}: {r.mutant.summary}")
+            rows.append(diff(source, r.mutant))
+    return "\n".join(rows)
+
+
+_OUTCOMES = ("caught", "survived", "equivalent", "error")
