@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the platform in the foreground on embedded defaults (make run calls it after setup):
 # migrations, exercises, demo accounts (tokens printed), Redis if none is reachable, a Celery
-# worker with the sweep scheduler, and the web server on PORT. Ctrl-C or SIGTERM stops all
-# it started. Honours DATABASE_URL (default: SQLite in var/), REDIS_URL, PORT, HOST.
+# worker, the sweep scheduler (celery beat, restarted whenever it exits), and the web server
+# on PORT. Each runs in its own process group; Ctrl-C or SIGTERM (also repeated, also while
+# stopping) stops all of them, and so does the death of whatever started this script.
+# Honours DATABASE_URL (default: SQLite in var/), REDIS_URL, PORT, HOST.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +27,9 @@ log() { echo "run: $*" >&2; }
 groups=()  # process-group ids of everything started here
 
 stop_all() {
-  trap - EXIT INT TERM
+  # A second Ctrl-C or SIGTERM while stopping must not leave the rest running.
+  trap '' INT TERM
+  trap - EXIT
   local pgid
   for pgid in "${groups[@]}"; do kill -TERM -- "-$pgid" 2>/dev/null || true; done
   for _ in $(seq 20); do
@@ -40,6 +44,7 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 start() {  # start <name> <command...>: in its own process group (stopped as a whole)
   local name=$1; shift
@@ -76,6 +81,9 @@ wait_for_web() {
   return 1
 }
 
+# Started by something that died (a killed `make`, a closed terminal): stop, never orphan.
+start watchdog bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; kill -TERM "$2"' \
+  watchdog "$PPID" "$$"
 ensure_redis
 export CELERY_BROKER_URL="${CELERY_BROKER_URL:-$REDIS_URL}"
 
@@ -84,9 +92,13 @@ export CELERY_BROKER_URL="${CELERY_BROKER_URL:-$REDIS_URL}"
 "$PY" manage.py collectstatic --noinput -v 0
 accounts=$("$PY" manage.py demo_accounts)
 
-start worker .venv/bin/celery -A config.celery_app worker --beat \
-  --schedule "$VAR/celerybeat-schedule" -Q "$QUEUES" \
+start worker .venv/bin/celery -A config.celery_app worker -Q "$QUEUES" \
   --concurrency "$WORKER_CONCURRENCY" --loglevel INFO
+# The scheduler of the recovery sweep, supervised: restarted a second after it exits, so
+# that a single process death cannot stop the sweep (/healthz/ready tells when it did).
+start beat bash -c 'while :; do "$@"; echo "run: beat exited ($?): restarting" >&2; sleep 1; done' \
+  beat .venv/bin/celery -A config.celery_app beat --schedule "$VAR/celerybeat-schedule" \
+  --loglevel INFO
 start web .venv/bin/gunicorn config.wsgi --bind "$HOST:$PORT" --workers "$WEB_WORKERS" \
   --access-logfile - --graceful-timeout 5
 
