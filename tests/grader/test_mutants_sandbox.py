@@ -1,0 +1,56 @@
+"""Auto-mutants of a real course package, graded through the real sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.cache import ReferenceCache
+from grader.mutants import MutantResult, run_mutants, table
+from grader.sandbox.base import Sandbox
+from grader.spec import MANIFEST, Package, load_package
+
+pytestmark = pytest.mark.sandbox
+
+RETAIN_GRAPH = Path(__file__).resolve().parents[2] / "exercises" / "retain-graph"
+# A second backward after one that raises inside `try` never runs: it cannot change anything.
+DECLARED = '\n[[equivalent_mutant]]\nname = "extra-backward@12"\nreason = "never runs"\n'
+
+
+def with_declaration(package: Package) -> Package:
+    files = dict(package.files)
+    files[MANIFEST] += DECLARED
+    return Package.from_files(files, origin=str(RETAIN_GRAPH))
+
+
+@pytest.fixture(scope="module")
+def results(sandbox: Sandbox, reference_cache: ReferenceCache) -> dict[str, MutantResult]:
+    package = with_declaration(load_package(RETAIN_GRAPH))
+    graded = run_mutants(package, sandbox=sandbox, cache=reference_cache)
+    print(table(package.slug, package.solution, graded))
+    return {result.mutant.name: result for result in graded}
+
+
+def test_every_mutant_of_retain_graph_is_graded_without_a_grading_error(
+    results: dict[str, MutantResult],
+) -> None:
+    assert len(results) >= 6
+    assert {r.outcome for r in results.values()} <= {"caught", "survived", "equivalent"}
+
+
+def test_dropping_retain_graph_is_caught_as_the_freed_graph_error(
+    results: dict[str, MutantResult],
+) -> None:
+    dropped = results["drop-retain-graph@6"]
+    assert (dropped.outcome, dropped.detail) == ("caught", "freed-graph")
+
+
+def test_cutting_the_graph_is_caught_as_graph_broken(results: dict[str, MutantResult]) -> None:
+    for name in ("detach-mid-graph@4", "drop-requires-grad@3"):
+        assert (results[name].outcome, results[name].detail) == ("caught", "graph-broken")
+
+
+def test_a_declared_equivalent_mutant_is_not_a_survivor(results: dict[str, MutantResult]) -> None:
+    declared = results["extra-backward@12"]
+    assert (declared.outcome, declared.detail, declared.bad) == ("equivalent", "never runs", False)
