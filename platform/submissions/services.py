@@ -18,7 +18,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -225,7 +225,14 @@ def submission_grade(*, submission_id: int) -> Outcome:
         # A bug on our side is our fault too: retried, never charged to the learner.
         logger.exception("submission %s attempt %s: grading crashed", submission_id, attempt)
         return _after_infrastructure_fault(submission, attempt)
-    return Outcome.GRADED if _finish_graded(submission_id, attempt, report) else Outcome.SKIPPED
+    try:
+        saved = _finish_graded(submission_id, attempt, report)
+    except DatabaseError as error:
+        # The report's transaction rolled back as a whole: nothing half-written. Retried.
+        logger.warning("submission %s attempt %s: the report could not be saved: %s",
+                       submission_id, attempt, error)  # fmt: skip
+        return _after_infrastructure_fault(submission, attempt)
+    return Outcome.GRADED if saved else Outcome.SKIPPED
 
 
 def _owned(submission_id: int, attempt: int) -> QuerySet[Submission]:
