@@ -222,6 +222,29 @@ class DetachMidGraph(SiteMutator):
         return self.site(node, mutant)  # type: ignore[no-any-return]
 
 
+class ItemMidGraph(SiteMutator):
+    """`y = <arithmetic>` -> `y = torch.as_tensor((<arithmetic>).tolist())`: the values
+    taken out of the graph as Python numbers (`.item()` for a scalar) and re-wrapped."""
+
+    name, summary = "item-mid-graph", ".item()/.tolist() on an intermediate result"
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if not isinstance(node.value, ast.BinOp) or _is_text(node.value):
+            return node
+        numbers = ast.Call(
+            func=ast.Attribute(value=node.value, attr="tolist", ctx=ast.Load()),
+            args=[],
+            keywords=[],
+        )
+        torch = ast.Call(
+            func=ast.Name("__import__", ast.Load()), args=[ast.Constant("torch")], keywords=[]
+        )
+        wrap = ast.Attribute(value=torch, attr="as_tensor", ctx=ast.Load())
+        mutant = copy.copy(node)
+        mutant.value = ast.Call(func=wrap, args=[numbers], keywords=[])
+        return self.site(node, mutant)  # type: ignore[no-any-return]
+
+
 class MeanSumSwap(SiteMutator):
     name, summary = "mean-sum-swap", "sum where the mean belongs, or the other way round"
     swap = {"mean": "sum", "sum": "mean"}
@@ -359,6 +382,7 @@ MUTATORS: tuple[type[SiteMutator], ...] = (
     BareBackward,
     FlipSign,
     DetachMidGraph,
+    ItemMidGraph,
     DropRequiresGrad,
     MeanSumSwap,
     DropDivision,

@@ -20,6 +20,7 @@ from grader.mutants import (
     ExtraBackward,
     FlipSign,
     HandWrittenGrad,
+    ItemMidGraph,
     MeanSumSwap,
     Mutant,
     MutantResult,
@@ -96,6 +97,13 @@ def test_detach_mid_graph_cuts_an_arithmetic_assignment() -> None:
     source = "x = torch.tensor(2.0, requires_grad=True)\ny = x ** 2\n"
     assert all_mutants(DetachMidGraph, source) == [
         "x = torch.tensor(2.0, requires_grad=True)\ny = (x ** 2).detach()"
+    ]
+
+
+def test_item_mid_graph_rewraps_the_numbers_of_an_intermediate_result() -> None:
+    source = "y = x ** 2\nlabel = 'a' + name\n"
+    assert all_mutants(ItemMidGraph, source) == [
+        "y = __import__('torch').as_tensor((x ** 2).tolist())\nlabel = 'a' + name"
     ]
 
 
