@@ -69,6 +69,9 @@ class SiteMutator(ast.NodeTransformer):
         self.sites = 0
         self.line = 0
 
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        return node  # an f-string's expressions only format text: no mistake to make there
+
     def take(self, node: ast.AST) -> bool:
         """Counts a site; True when it is the one to mutate."""
         chosen = self.sites == self.index

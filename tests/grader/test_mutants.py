@@ -93,6 +93,11 @@ def test_flip_sign_swaps_one_plus_or_minus_at_a_time_but_not_in_text() -> None:
     ]
 
 
+def test_no_mutation_inside_an_f_string() -> None:
+    source = "print(f'step {step + 1}: {loss.mean()}')\n"
+    assert [m.name for m in generate(source)] == []
+
+
 def test_detach_mid_graph_cuts_an_arithmetic_assignment() -> None:
     source = "x = torch.tensor(2.0, requires_grad=True)\ny = x ** 2\n"
     assert all_mutants(DetachMidGraph, source) == [
