@@ -81,9 +81,19 @@ def job_enqueue(kind: JobKind[Any], *, job_id: int, queue: str, countdown: float
     try:
         app.send_task(kind.task_name, args=[job_id], queue=queue, countdown=countdown)
     except Exception:
-        logger.exception("could not enqueue %s %s; the sweep will retry", kind.name, job_id)
+        logger.exception("could not enqueue %s %s; the next sweep resends it", kind.name, job_id)
+        _expire_queued_lease(kind, job_id)
         return False
     return True
+
+
+def _expire_queued_lease(kind: JobKind[Any], job_id: int) -> None:
+    """A row whose message was never sent: its lease ends now, so the next sweep (seconds
+    away) sends it once the broker is back, not after a whole queued lease."""
+    try:
+        kind.rows().filter(pk=job_id, status=QUEUED).update(lease_expires_at=timezone.now())
+    except Exception:
+        logger.exception("%s %s: could not mark it unsent; its lease still ends", kind.name, job_id)
 
 
 def job_enqueue_on_commit(kind: JobKind[Any], *, job_id: int, queue: str) -> None:
