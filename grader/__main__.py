@@ -144,7 +144,9 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_mutants(args: argparse.Namespace) -> int:
     package = load_package(args.package)
-    results = run_mutants(package, sandbox=_sandbox(args), cache=_cache(args), seed=args.seed)
+    results = run_mutants(
+        package, sandbox=_sandbox(args), cache=_cache(args), seed=args.seed, device=args.device
+    )
     print(table(package.slug, package.solution, results), flush=True)
     return EXIT_FAILED if any(result.bad for result in results) else EXIT_OK
 

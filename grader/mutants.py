@@ -512,16 +512,17 @@ def run_mutants(
     sandbox: Sandbox,
     cache: ReferenceCache | None = None,
     seed: int = DEV_SEED,
+    device: str = "cpu",
     workers: int = MUTANT_WORKERS,
 ) -> list[MutantResult]:
     """Generates and grades every mutant of the package's reference solution."""
     declared = equivalent_mutants(package)
-    reference = reference_capture(package, seed=seed, device="cpu", sandbox=sandbox, cache=cache)
+    reference = reference_capture(package, seed=seed, device=device, sandbox=sandbox, cache=cache)
     grads = reference_grads(reference, package.manifest.names) if reference.kind == "script" else {}
     mutants = generate(package.solution, grads)
 
     def judge(mutant: Mutant) -> MutantResult:
-        job = GradeJob(package=package, code=mutant.source, seed=seed)
+        job = GradeJob(package=package, code=mutant.source, seed=seed, device=device)
         try:
             report = grade(job, sandbox=sandbox, cache=cache)
         except (ExerciseError, InfrastructureError) as error:

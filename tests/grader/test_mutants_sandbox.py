@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.__main__ import main
 from grader.cache import ReferenceCache
 from grader.mutants import MutantResult, run_mutants, table
 from grader.sandbox.base import Sandbox
@@ -54,3 +55,36 @@ def test_cutting_the_graph_is_caught_as_graph_broken(results: dict[str, MutantRe
 def test_a_declared_equivalent_mutant_is_not_a_survivor(results: dict[str, MutantResult]) -> None:
     declared = results["extra-backward@12"]
     assert (declared.outcome, declared.detail, declared.bad) == ("equivalent", "never runs", False)
+
+
+SMALL = {
+    "exercise.toml": 'slug = "small"\ntitle = "Small"\nkind = "script"\npoints = 1\n'
+    'names = ["x"]\ndevice = "cpu"\n'
+    '[[checks]]\nname = "runs"\ntype = "no_error"\npoints = 1\n',
+    "statement.md": "# Small\n",
+    "starter.py": "import torch\n",
+    "solution.py": "import torch\nx = torch.tensor(2.0, requires_grad=True)\ny = x ** 2\n"
+    "y.backward()\n",
+}
+
+
+def write_package(root: Path, extra: str = "") -> Path:
+    folder = root / "small"
+    folder.mkdir(exist_ok=True)
+    for name, text in SMALL.items():
+        (folder / name).write_text(text + (extra if name == MANIFEST else ""), encoding="utf-8")
+    return folder
+
+
+def test_the_cli_fails_on_a_survivor_and_shows_its_diff_until_it_is_declared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    # Only "runs without an error" is checked: the hand-written .grad cannot be caught.
+    assert main(["mutants", str(write_package(tmp_path)), *cache]) == 1
+    out = capsys.readouterr().out
+    assert "hand-written-grad         " in out and "survived" in out
+    assert "survivor hand-written-grad@4" in out and "+x.grad = _t.tensor(4.0" in out
+    declared = '[[equivalent_mutant]]\nname = "hand-written-grad@4"\nreason = "not checked"\n'
+    assert main(["mutants", str(write_package(tmp_path, declared)), *cache]) == 0
+    assert "equivalent (not checked)" in capsys.readouterr().out
