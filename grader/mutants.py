@@ -407,10 +407,12 @@ class Mutant:
     line: int
     source: str
     summary: str
+    ordinal: int = 1  # the n-th site of this mutation on this line
 
     @property
     def name(self) -> str:
-        return f"{self.mutation}@{self.line}"
+        suffix = f"#{self.ordinal}" if self.ordinal > 1 else ""
+        return f"{self.mutation}@{self.line}{suffix}"
 
 
 def _sites(
@@ -445,7 +447,8 @@ def generate(source: str, grads: dict[str, TensorValue] | None = None) -> list[M
             if text in seen:
                 continue
             seen.add(text)
-            mutants.append(Mutant(kind.name, mutator.line, text + "\n", kind.summary))
+            ordinal = 1 + sum(m.mutation == kind.name and m.line == mutator.line for m in mutants)
+            mutants.append(Mutant(kind.name, mutator.line, text + "\n", kind.summary, ordinal))
     return mutants
 
 
@@ -544,9 +547,9 @@ def diff(source: str, mutant: Mutant) -> str:
 def table(slug: str, source: str, results: Sequence[MutantResult]) -> str:
     counts = {k: sum(r.outcome == k for r in results) for k in _OUTCOMES}
     head = f"{slug}: {len(results)} mutants, " + ", ".join(f"{n} {k}" for k, n in counts.items())
-    rows = [head, f"  {'mutant':<28} {'line':>4}  result"]
+    rows = [head, f"  {'mutant':<32} {'line':>4}  result"]
     for r in results:
-        rows.append(f"  {r.mutant.mutation:<28} {r.mutant.line:>4}  {r.outcome} ({r.detail})")
+        rows.append(f"  {r.mutant.name:<32} {r.mutant.line:>4}  {r.outcome} ({r.detail})")
     for r in results:
         if r.bad:
             rows.append(f"survivor {r.mutant.name}: {r.mutant.summary}")

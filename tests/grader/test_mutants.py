@@ -197,6 +197,11 @@ def test_generate_names_each_mutant_by_mutation_and_line_and_skips_no_ops() -> N
         compile(mutant.source, mutant.name, "exec")
 
 
+def test_two_sites_on_one_line_get_distinct_names() -> None:
+    names = [m.name for m in generate("loss = a / n + b / n\n") if m.mutation == "drop-division"]
+    assert names == ["drop-division@1", "drop-division@1#2"]
+
+
 def test_diff_shows_only_the_mutated_line() -> None:
     mutant = next(m for m in generate(LOOP) if m.mutation == "drop-zero-grad")
     changed = [line for line in diff(LOOP, mutant).splitlines() if line[:1] in "+-"]

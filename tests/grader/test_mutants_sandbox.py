@@ -83,7 +83,7 @@ def test_the_cli_fails_on_a_survivor_and_shows_its_diff_until_it_is_declared(
     # Only "runs without an error" is checked: the hand-written .grad cannot be caught.
     assert main(["mutants", str(write_package(tmp_path)), *cache]) == 1
     out = capsys.readouterr().out
-    assert "hand-written-grad         " in out and "survived" in out
+    assert "hand-written-grad@4 " in out and "survived" in out
     assert "survivor hand-written-grad@4" in out and "+x.grad = _t.tensor(4.0" in out
     declared = '[[equivalent_mutant]]\nname = "hand-written-grad@4"\nreason = "not checked"\n'
     assert main(["mutants", str(write_package(tmp_path, declared)), *cache]) == 0
