@@ -69,6 +69,9 @@ class SiteMutator(ast.NodeTransformer):
         self.sites = 0
         self.line = 0
 
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        return node if _variant(node) else self.generic_visit(node)
+
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         return node  # an f-string's expressions only format text: no mistake to make there
 
@@ -83,6 +86,11 @@ class SiteMutator(ast.NodeTransformer):
     def site(self, node: ast.AST, replacement: Any) -> Any:
         """Counts a site; returns the replacement when it is the chosen one, else `node`."""
         return replacement if self.take(node) else node
+
+
+def _variant(node: ast.Assign) -> bool:
+    """`_name = ...`: a reference-only variant value (FORMAT.md), not part of the lesson."""
+    return all(isinstance(t, ast.Name) and t.id.startswith("_") for t in node.targets)
 
 
 class DropKeyword(SiteMutator):
@@ -213,7 +221,7 @@ class DetachMidGraph(SiteMutator):
     name, summary = "detach-mid-graph", ".detach() on an intermediate result"
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
-        if not isinstance(node.value, ast.BinOp) or _is_text(node.value):
+        if _variant(node) or not isinstance(node.value, ast.BinOp) or _is_text(node.value):
             return node
         call = ast.Call(
             func=ast.Attribute(value=node.value, attr="detach", ctx=ast.Load()),
@@ -232,7 +240,7 @@ class ItemMidGraph(SiteMutator):
     name, summary = "item-mid-graph", ".item()/.tolist() on an intermediate result"
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
-        if not isinstance(node.value, ast.BinOp) or _is_text(node.value):
+        if _variant(node) or not isinstance(node.value, ast.BinOp) or _is_text(node.value):
             return node
         numbers = ast.Call(
             func=ast.Attribute(value=node.value, attr="tolist", ctx=ast.Load()),

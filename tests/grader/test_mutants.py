@@ -98,6 +98,15 @@ def test_no_mutation_inside_an_f_string() -> None:
     assert [m.name for m in generate(source)] == []
 
 
+def test_no_mutation_of_a_reference_only_variant_value() -> None:
+    source = "_if_unscaled = loss / 2 - 1\nresult = loss / 2\n"
+    assert [m.name for m in generate(source)] == [
+        "detach-mid-graph@2",
+        "item-mid-graph@2",
+        "drop-division@2",
+    ]
+
+
 def test_detach_mid_graph_cuts_an_arithmetic_assignment() -> None:
     source = "x = torch.tensor(2.0, requires_grad=True)\ny = x ** 2\n"
     assert all_mutants(DetachMidGraph, source) == [
