@@ -232,6 +232,8 @@ def submission_grade(*, submission_id: int) -> Outcome:
         logger.warning("submission %s attempt %s: the report could not be saved: %s",
                        submission_id, attempt, error)  # fmt: skip
         return _after_infrastructure_fault(submission, attempt)
+    if saved:
+        logger.info("submission %s attempt %s: graded", submission_id, attempt)
     return Outcome.GRADED if saved else Outcome.SKIPPED
 
 
