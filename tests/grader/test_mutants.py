@@ -182,6 +182,12 @@ def test_hand_written_grad_replaces_the_backward_with_a_throwaway_and_the_refere
     ]
 
 
+def test_a_backward_the_reference_expects_to_fail_in_try_is_not_doubled_or_replaced() -> None:
+    grads = {"x": TensorValue("float32", (), "cpu", (8.0,))}
+    source = "try:\n    y.backward()\nexcept RuntimeError as e:\n    m = str(e)\n"
+    assert [m.mutation for m in generate(source, grads)] == []
+
+
 def test_hand_written_grad_needs_reference_grads() -> None:
     assert [m for m in generate("y.backward()\n") if m.mutation == HandWrittenGrad.name] == []
 
