@@ -1,6 +1,7 @@
 """Worker faults with a real broker, database, worker processes and sandbox: the main
-worker process SIGKILLed mid-job (its pool process is orphaned), and one message delivered
-to two workers. Each submission ends graded once, its attempts counted."""
+worker process SIGKILLed mid-job (its pool process is orphaned), one message delivered to
+two workers, a sandbox that hangs. Each submission ends graded once, its attempts counted,
+and nothing is left running."""
 
 from __future__ import annotations
 
@@ -95,3 +96,44 @@ def test_one_message_delivered_to_two_workers_makes_one_report(
     row = _row(submission_id)
     assert row.attempts == 1
     assert CheckResult.objects.filter(submission=row).count() == _check_count()
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, grandchildren, ...)."""
+    from pathlib import Path
+
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def test_a_sandbox_that_hangs_is_killed_and_leaves_no_process(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    pool = set(_descendants(worker.process.pid))
+    submission_id = _submit(api(alice_learner), "x = 1\nwhile True:\n    pass\n")
+
+    row = wait_for(
+        lambda: _row(submission_id).status in ("graded", "failed") and _row(submission_id),
+        what="the hung run to be stopped",
+    )
+
+    assert row.status == "graded" and row.passed is False  # the learner's run timed out
+    assert "time limit" in row.error_message
+    assert row.attempts == 1
+    # nothing of the sandbox is left below the worker: only its own pool processes
+    wait_for(lambda: set(_descendants(worker.process.pid)) <= pool, timeout=60,
+             what="the sandbox's processes to be gone")  # fmt: skip
