@@ -8,6 +8,7 @@ from django.db import models
 class Heartbeat(models.Model):
     name = models.CharField(max_length=64, primary_key=True)
     at = models.DateTimeField()
+    detail = models.CharField(max_length=200, blank=True, default="")  # e.g. a broker's run id
 
     def __str__(self) -> str:
         return f"{self.name} at {self.at.isoformat()}"

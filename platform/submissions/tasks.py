@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
 from submissions import services
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="gradlab.grade_submission", acks_late=True, reject_on_worker_lost=True)
@@ -14,8 +18,15 @@ def grade_submission(submission_id: int) -> str:
 
 @shared_task(name="gradlab.sweep_submissions")
 def sweep_submissions() -> dict[str, list[int]]:
+    from courses.models import ExerciseJob
+    from ops.broker import broker_restarted, queued_resend_now
     from ops.heartbeats import SWEEP, heartbeat_record
+    from submissions.models import Submission
 
+    if broker_restarted():  # its queued messages may be gone: send them all again now
+        resent = queued_resend_now(Submission.objects.all())
+        resent += queued_resend_now(ExerciseJob.objects.all())
+        logger.warning("the broker restarted: %s queued rows sent again", resent)
     result = services.submissions_sweep()
     heartbeat_record(SWEEP)  # readiness fails when this grows old (the scheduler stopped)
     return {"requeued": list(result.requeued), "failed": list(result.failed)}

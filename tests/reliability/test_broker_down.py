@@ -59,9 +59,8 @@ def _use_broker(url: str) -> None:
     from config.celery_app import app
 
     settings.CELERY_BROKER_URL = url
-    app.conf.broker_url = url
-    app.pool.force_close_all()
-    app._pool = None
+    app.conf.broker_url = app.conf.broker_write_url = app.conf.broker_read_url = url
+    app._pool = None  # the old pool stays open for whoever holds it; new sends use `url`
     app.amqp._producer_pool = None
 
 

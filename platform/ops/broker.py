@@ -1,0 +1,51 @@
+"""A Redis broker that restarted (its run id changed) may have lost every message it held
+(no persistence, or the last writes before a crash): the sweep then ends the lease of
+every queued row at once, so they are sent again now, not after their queued lease.
+A message sent twice is harmless (the claim is conditional)."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from django.conf import settings
+from django.db.models import Model, QuerySet
+from django.utils import timezone
+
+from ops.models import Heartbeat
+
+logger = logging.getLogger(__name__)
+
+BROKER = "broker"
+TIMEOUT_S = 2.0
+
+
+def broker_run_id() -> str | None:
+    """The Redis broker's run id (new at each server start), or None (not Redis, down)."""
+    url = str(settings.CELERY_BROKER_URL)
+    if not url.startswith(("redis://", "rediss://")):
+        return None
+    try:
+        info: dict[str, object] = redis.Redis.from_url(  # type: ignore[assignment]
+            url, socket_connect_timeout=TIMEOUT_S
+        ).info("server")
+    except redis.RedisError:
+        return None
+    return str(info.get("run_id", "")) or None
+
+
+def broker_restarted() -> bool:
+    """True once per broker start seen after another (the first one seen is recorded)."""
+    run_id = broker_run_id()
+    if run_id is None:
+        return False
+    seen = Heartbeat.objects.filter(name=BROKER).values_list("detail", flat=True).first()
+    Heartbeat.objects.update_or_create(
+        name=BROKER, defaults={"at": timezone.now(), "detail": run_id}
+    )
+    return seen is not None and seen != run_id
+
+
+def queued_resend_now(rows: QuerySet[Model]) -> int:
+    """Ends the lease of every queued row: the sweep that follows sends them again."""
+    return rows.filter(status="queued").update(lease_expires_at=timezone.now())
