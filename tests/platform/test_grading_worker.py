@@ -96,7 +96,7 @@ def test_a_worker_killed_mid_grading_still_gets_the_submission_graded_once(
     from submissions.models import CheckResult
 
     # The lease must outlast one grading (sandbox start, reference run, learner run).
-    lease = {"GRADLAB_RUNNING_LEASE_SECONDS": "25", "GRADLAB_SWEEP_INTERVAL_SECONDS": "1"}
+    lease = {"GRADLAB_RUNNING_LEASE_SECONDS": "25", "GRADLAB_RECOVERY_SWEEP_SECONDS": "1"}
     first = start_worker(**lease)
     # A correct solution that takes a while, so that the kill lands mid-grading.
     code = package_file(E2E_SLUG, "solution.py") + "\nimport time\ntime.sleep(4)\n"
