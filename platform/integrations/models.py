@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from common.outbox import OutboxRow
+
 
 class CourseToken(models.Model):
     """A credential for scripts and other systems, limited to one course module and to a
@@ -88,7 +90,7 @@ class WebhookEndpoint(models.Model):
         return f"webhook {self.pk} -> {self.url}"
 
 
-class WebhookDelivery(models.Model):
+class WebhookDelivery(OutboxRow):
     """The outbox: one message for one endpoint, written in the transaction that caused it,
     then sent (and retried) by a worker. `message_id` stays the same across retries and
     redeliveries, so that a receiver can drop duplicates."""
@@ -99,6 +101,9 @@ class WebhookDelivery(models.Model):
         DELIVERED = "delivered"
         FAILED = "failed"  # gave up (attempts used, endpoint gone or disabled)
 
+    DONE = Status.DELIVERED
+    DONE_AT = "delivered_at"
+
     endpoint = models.ForeignKey(
         WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
     )
@@ -106,12 +111,6 @@ class WebhookDelivery(models.Model):
     event_type = models.CharField(max_length=64)
     payload = models.JSONField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    locked_until = models.DateTimeField(null=True, blank=True)
-    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -21,10 +21,8 @@ import enum
 import hashlib
 import hmac
 import json
-import logging
 import secrets
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,25 +30,30 @@ import requests  # type: ignore[import-untyped,unused-ignore]
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from common.errors import InvalidInput, NotFound
+from common.jobs import retry_backoff_seconds
+from common.outbox import Answer, Outbox, describe, error_text
 from courses.models import Module
 from integrations import egress
 from integrations.models import WebhookDelivery, WebhookEndpoint
 from integrations.tokens import teaches
-
-logger = logging.getLogger(__name__)
 
 SUBMISSION_GRADED = "submission.graded"
 EVENTS = {SUBMISSION_GRADED: "a submission was graded (or regraded to another score)"}
 SECRET_PREFIX = "whsec_"
 SIGNATURE_VERSION = "v1"
 USER_AGENT = "gradlab-webhooks/1"
-ERROR_MAX_CHARS = 500
-SWEEP_BATCH = 500
 Status = WebhookDelivery.Status
+OUTBOX = Outbox(
+    name="webhook delivery",
+    model=WebhookDelivery,
+    task_path="integrations.tasks.deliver_webhook",
+    lock_seconds=lambda: settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS * 3,
+    sweep_grace_seconds=lambda: settings.GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS,
+)
 
 
 # -- signing -----------------------------------------------------------------------------
@@ -186,23 +189,8 @@ def events_record(*, module_id: int, event_type: str, payload: dict[str, Any]) -
         for endpoint in wanted
     )  # fmt: skip
     ids = [delivery.pk for delivery in created]
-    if ids:
-        transaction.on_commit(lambda: [delivery_enqueue(delivery_id=i) for i in ids])
+    OUTBOX.enqueue_on_commit(ids)
     return ids
-
-
-def delivery_enqueue(*, delivery_id: int, countdown: float = 0) -> bool:
-    """Sends the delivery task; a broker failure is logged, and the sweep sends it later."""
-    from integrations.tasks import deliver_webhook
-
-    try:
-        deliver_webhook.apply_async(
-            args=[delivery_id], queue=settings.GRADLAB_QUEUE_CPU, countdown=countdown
-        )
-    except Exception:
-        logger.exception("could not enqueue webhook delivery %s; the sweep will", delivery_id)
-        return False
-    return True
 
 
 # -- one attempt -----------------------------------------------------------------------------
@@ -215,56 +203,43 @@ class Outcome(str, enum.Enum):
     SKIPPED = "skipped"  # not due, already delivered, or claimed by another worker
 
 
-@dataclass(frozen=True)
-class Answer:
-    status_code: int | None
-    error: str
-
-
 def delivery_attempt(*, delivery_id: int) -> Outcome:
     """Claims a due delivery (pending -> sending), posts it once, records the answer."""
-    attempt = _claim(delivery_id)
+    attempt = OUTBOX.claim(delivery_id)
     if attempt is None:
         return Outcome.SKIPPED
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     endpoint = delivery.endpoint
     if not endpoint.active:
-        _finish(delivery, attempt, Status.FAILED, Answer(None, "The endpoint is disabled."))
+        OUTBOX.finish(
+            delivery_id, attempt, Status.FAILED, Answer(None, "The endpoint is disabled.")
+        )
         return Outcome.FAILED
     answer = _post(endpoint, delivery)
-    if answer.status_code is not None and 200 <= answer.status_code < 300:
-        _finish(delivery, attempt, Status.DELIVERED, answer)
+    if answer.succeeded:
+        OUTBOX.finish(delivery_id, attempt, Status.DELIVERED, answer)
         return Outcome.DELIVERED
     if answer.status_code == 410:
         _disable(endpoint, "The receiver answered 410 Gone.")
-        _finish(delivery, attempt, Status.FAILED, answer)
+        OUTBOX.finish(delivery_id, attempt, Status.FAILED, answer)
         return Outcome.FAILED
     if attempt >= settings.GRADLAB_WEBHOOK_MAX_ATTEMPTS:
-        _finish(delivery, attempt, Status.FAILED, answer)
+        OUTBOX.finish(delivery_id, attempt, Status.FAILED, answer)
         return Outcome.FAILED
     countdown = backoff_seconds(attempt)
-    if _finish(delivery, attempt, Status.PENDING, answer, retry_in=countdown):
-        delivery_enqueue(delivery_id=delivery_id, countdown=countdown)
+    if OUTBOX.finish(delivery_id, attempt, Status.PENDING, answer, retry_in=countdown):
+        OUTBOX.enqueue(delivery_id, countdown=countdown)
     return Outcome.RETRY
 
 
 def backoff_seconds(attempt: int) -> float:
     """After attempt n (1-based): base * 2**(n-1), capped; jitter spreads a burst."""
-    base = settings.GRADLAB_WEBHOOK_BACKOFF_SECONDS
-    delay = min(base * 2 ** (attempt - 1), settings.GRADLAB_WEBHOOK_BACKOFF_MAX_SECONDS)
-    return float(delay * (1 + secrets.randbelow(250) / 1000))
-
-
-def _claim(delivery_id: int) -> int | None:
-    now = timezone.now()
-    lock = timedelta(seconds=settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS * 3)
-    with transaction.atomic():
-        claimed = WebhookDelivery.objects.filter(
-            pk=delivery_id, status=Status.PENDING, next_attempt_at__lte=now
-        ).update(status=Status.SENDING, attempts=F("attempts") + 1, locked_until=now + lock)
-        if claimed != 1:
-            return None
-        return WebhookDelivery.objects.values_list("attempts", flat=True).get(pk=delivery_id)
+    delay = retry_backoff_seconds(
+        attempt,
+        base=settings.GRADLAB_WEBHOOK_BACKOFF_SECONDS,
+        cap=settings.GRADLAB_WEBHOOK_BACKOFF_MAX_SECONDS,
+    )
+    return delay * (1 + secrets.randbelow(250) / 1000)
 
 
 def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Answer:
@@ -283,30 +258,8 @@ def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Answer:
                 allow_redirects=False,
             )
     except (requests.RequestException, egress.RefusedHost) as failure:
-        return Answer(None, f"{type(failure).__name__}: {failure}"[:ERROR_MAX_CHARS])
-    said = "" if response.ok else response.text[:ERROR_MAX_CHARS]
-    return Answer(response.status_code, said)
-
-
-def _finish(
-    delivery: WebhookDelivery,
-    attempt: int,
-    status: str,
-    answer: Answer,
-    retry_in: float | None = None,
-) -> bool:
-    now = timezone.now()
-    updated = WebhookDelivery.objects.filter(
-        pk=delivery.pk, status=Status.SENDING, attempts=attempt
-    ).update(
-        status=status,
-        locked_until=None,
-        last_status_code=answer.status_code,
-        last_error=answer.error,
-        delivered_at=now if status == Status.DELIVERED else None,
-        next_attempt_at=now + timedelta(seconds=retry_in) if retry_in is not None else None,
-    )
-    return updated == 1
+        return Answer(None, describe(failure))
+    return Answer(response.status_code, "" if response.ok else error_text(response.text))
 
 
 def _disable(endpoint: WebhookEndpoint, reason: str) -> None:
@@ -333,25 +286,14 @@ def delivery_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
             payload=delivery.payload,
             next_attempt_at=timezone.now(),
         )
-        transaction.on_commit(lambda: delivery_enqueue(delivery_id=again.pk))
+        OUTBOX.enqueue_on_commit([again.pk])
     return again
 
 
 def deliveries_sweep(*, now: datetime | None = None) -> list[int]:
     """Re-sends due deliveries whose message was lost, and frees those whose worker died
     while sending (their lock expired). Returns the ids sent."""
-    now = now or timezone.now()
-    stale = timedelta(seconds=settings.GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS)
-    dead = WebhookDelivery.objects.filter(status=Status.SENDING, locked_until__lt=now)
-    freed = list(dead.values_list("pk", flat=True)[:SWEEP_BATCH])
-    WebhookDelivery.objects.filter(pk__in=freed, status=Status.SENDING).update(
-        status=Status.PENDING, locked_until=None, next_attempt_at=now
-    )
-    lost = WebhookDelivery.objects.filter(status=Status.PENDING, next_attempt_at__lte=now - stale)
-    due = freed + list(lost.order_by("next_attempt_at").values_list("pk", flat=True)[:SWEEP_BATCH])
-    for delivery_id in due:
-        delivery_enqueue(delivery_id=delivery_id)
-    return due
+    return OUTBOX.sweep(now=now)
 
 
 def deliveries_of(*, endpoint: WebhookEndpoint) -> QuerySet[WebhookDelivery]:

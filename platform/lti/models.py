@@ -9,6 +9,8 @@ from datetime import datetime
 from django.conf import settings
 from django.db import models
 
+from common.outbox import OutboxRow
+
 
 class ExerciseLink(models.Model):
     """An LMS resource link (an assignment) that opens one gradlab exercise."""
@@ -57,7 +59,7 @@ class GradeTarget(models.Model):
         return f"{self.user} -> {self.link.lineitem_url}"
 
 
-class ScorePost(models.Model):
+class ScorePost(OutboxRow):
     """The outbox of Assignment and Grade Services: one score to post, written in the
     grade's transaction, posted (and retried) by a worker."""
 
@@ -67,18 +69,15 @@ class ScorePost(models.Model):
         POSTED = "posted"
         FAILED = "failed"  # a permanent refusal (e.g. a test student), or attempts used
 
+    DONE = Status.POSTED
+    DONE_AT = "posted_at"
+
     target = models.ForeignKey(GradeTarget, on_delete=models.CASCADE, related_name="posts")
     submission = models.ForeignKey(
         "submissions.Submission", on_delete=models.CASCADE, related_name="lti_score_posts"
     )
     payload = models.JSONField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    locked_until = models.DateTimeField(null=True, blank=True)
-    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
     posted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -13,29 +13,33 @@ from __future__ import annotations
 
 import enum
 import json
-import logging
-from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests  # type: ignore[import-untyped,unused-ignore]
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import Max
 from django.utils import timezone
 from lti_tool.models import LtiRegistration
 
+from common.jobs import retry_backoff_seconds
+from common.outbox import Answer, Outbox, describe, error_text
 from lti.compat import ServiceConnector, registration_of
 from lti.models import ExerciseLink, GradeTarget, ScorePost
 from submissions.models import Submission
 
-logger = logging.getLogger(__name__)
-
 SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
-ERROR_MAX_CHARS = 500
+SWEEP_GRACE_SECONDS = 60.0
 Status = ScorePost.Status
+OUTBOX = Outbox(
+    name="LTI score",
+    model=ScorePost,
+    task_path="lti.tasks.post_score",
+    lock_seconds=lambda: settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS * 4,
+    sweep_grace_seconds=lambda: SWEEP_GRACE_SECONDS,
+)
 
 
 def scores_url(lineitem_url: str) -> str:
@@ -95,22 +99,8 @@ def scores_record(*, submission_id: int) -> list[int]:
         ).pk
         for target in targets
     ]
-    if created:
-        transaction.on_commit(lambda: [score_enqueue(post_id=i) for i in created])
+    OUTBOX.enqueue_on_commit(created)
     return created
-
-
-def score_enqueue(*, post_id: int, countdown: float = 0) -> bool:
-    from lti.tasks import post_score
-
-    try:
-        post_score.apply_async(
-            args=[post_id], queue=settings.GRADLAB_QUEUE_CPU, countdown=countdown
-        )
-    except Exception:
-        logger.exception("could not enqueue LTI score %s; the sweep will", post_id)
-        return False
-    return True
 
 
 class Outcome(str, enum.Enum):
@@ -120,15 +110,8 @@ class Outcome(str, enum.Enum):
     SKIPPED = "skipped"
 
 
-@dataclass(frozen=True)
-class Answer:
-    status_code: int | None
-    error: str
-    retry_after: float | None = None
-
-
 def score_post_attempt(*, post_id: int) -> Outcome:
-    attempt = _claim(post_id)
+    attempt = OUTBOX.claim(post_id)
     if attempt is None:
         return Outcome.SKIPPED
     post = ScorePost.objects.select_related("target__link__resource_link__context").get(pk=post_id)
@@ -138,22 +121,25 @@ def score_post_attempt(*, post_id: int) -> Outcome:
         connector.forget_access_token([SCORE_SCOPE])
         answer = _send(connector, post)
     code = answer.status_code
-    if code is not None and 200 <= code < 300:
-        _finish(post_id, attempt, Status.POSTED, answer)
+    if answer.succeeded:
+        OUTBOX.finish(post_id, attempt, Status.POSTED, answer)
         return Outcome.POSTED
     permanent = code is not None and 400 <= code < 500 and code not in (401, 408, 429)
     if permanent or attempt >= settings.GRADLAB_LTI_MAX_ATTEMPTS:
-        _finish(post_id, attempt, Status.FAILED, answer)
+        OUTBOX.finish(post_id, attempt, Status.FAILED, answer)
         return Outcome.FAILED
     countdown = max(backoff_seconds(attempt), answer.retry_after or 0)
-    if _finish(post_id, attempt, Status.PENDING, answer, retry_in=countdown):
-        score_enqueue(post_id=post_id, countdown=countdown)
+    if OUTBOX.finish(post_id, attempt, Status.PENDING, answer, retry_in=countdown):
+        OUTBOX.enqueue(post_id, countdown=countdown)
     return Outcome.RETRY
 
 
 def backoff_seconds(attempt: int) -> float:
-    base = settings.GRADLAB_LTI_BACKOFF_SECONDS
-    return float(min(base * 2 ** (attempt - 1), settings.GRADLAB_LTI_BACKOFF_MAX_SECONDS))
+    return retry_backoff_seconds(
+        attempt,
+        base=settings.GRADLAB_LTI_BACKOFF_SECONDS,
+        cap=settings.GRADLAB_LTI_BACKOFF_MAX_SECONDS,
+    )
 
 
 def _registration_of(post: ScorePost) -> LtiRegistration:
@@ -175,9 +161,9 @@ def _send(connector: ServiceConnector, post: ScorePost) -> Answer:
     except Exception as error:  # the token endpoint's refusal too
         status = getattr(getattr(error, "response", None), "status_code", None)
         if isinstance(status, int) and 400 <= status < 500:
-            return Answer(None, f"token refused ({status}): {error}"[:ERROR_MAX_CHARS])
-        return Answer(None, f"{type(error).__name__}: {error}"[:ERROR_MAX_CHARS])
-    said = "" if response.ok else response.text[:ERROR_MAX_CHARS]
+            return Answer(None, error_text(f"token refused ({status}): {error}"))
+        return Answer(None, describe(error))
+    said = "" if response.ok else error_text(response.text)
     return Answer(response.status_code, said, _retry_after(response))
 
 
@@ -186,49 +172,6 @@ def _retry_after(response: requests.Response) -> float | None:
     return float(value) if value.isdigit() else None
 
 
-def _claim(post_id: int) -> int | None:
-    now = timezone.now()
-    lock = timedelta(seconds=settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS * 4)
-    with transaction.atomic():
-        claimed = ScorePost.objects.filter(
-            pk=post_id, status=Status.PENDING, next_attempt_at__lte=now
-        ).update(status=Status.SENDING, attempts=F("attempts") + 1, locked_until=now + lock)
-        if claimed != 1:
-            return None
-        return ScorePost.objects.values_list("attempts", flat=True).get(pk=post_id)
-
-
-def _finish(
-    post_id: int, attempt: int, status: str, answer: Answer, retry_in: float | None = None
-) -> bool:
-    now = timezone.now()
-    return (
-        ScorePost.objects.filter(pk=post_id, status=Status.SENDING, attempts=attempt).update(
-            status=status,
-            locked_until=None,
-            last_status_code=answer.status_code,
-            last_error=answer.error,
-            posted_at=now if status == Status.POSTED else None,
-            next_attempt_at=now + timedelta(seconds=retry_in) if retry_in is not None else None,
-        )
-        == 1
-    )
-
-
-def scores_sweep(*, now: Any = None) -> list[int]:
+def scores_sweep(*, now: datetime | None = None) -> list[int]:
     """Re-sends due posts whose message was lost and frees those of a dead worker."""
-    now = now or timezone.now()
-    dead = list(
-        ScorePost.objects.filter(status=Status.SENDING, locked_until__lt=now).values_list(
-            "pk", flat=True
-        )[:500]
-    )
-    ScorePost.objects.filter(pk__in=dead, status=Status.SENDING).update(
-        status=Status.PENDING, locked_until=None, next_attempt_at=now
-    )
-    stale = now - timedelta(seconds=60)
-    lost = ScorePost.objects.filter(status=Status.PENDING, next_attempt_at__lte=stale)
-    due = dead + list(lost.values_list("pk", flat=True)[:500])
-    for post_id in due:
-        score_enqueue(post_id=post_id)
-    return due
+    return OUTBOX.sweep(now=now)

@@ -369,6 +369,34 @@ def test_the_sweep_resends_a_delivery_whose_worker_died_while_sending(
     assert queue_length(worker_queue) == 1
 
 
+def test_a_broker_failure_is_logged_and_the_sweep_sends_the_delivery_after_its_grace(
+    endpoint: dict[str, Any], graded: Callable[[], int], worker_queue: str, settings: Any,
+    monkeypatch: Any, caplog: Any,
+) -> None:  # fmt: skip
+    from django.utils import timezone
+    from kombu.exceptions import OperationalError
+
+    from integrations.tasks import deliver_webhook
+    from integrations.webhooks import OUTBOX, deliveries_sweep
+
+    settings.GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS = 60.0
+    delivery_id = graded()
+
+    def broker_down(*args: Any, **kwargs: Any) -> None:
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(deliver_webhook, "apply_async", broker_down)
+        assert OUTBOX.enqueue(delivery_id) is False
+    assert f"could not enqueue webhook delivery {delivery_id}; the sweep will" in caplog.text
+    assert _delivery(delivery_id).status == "pending"  # nothing lost
+    assert queue_length(worker_queue) == 0
+
+    assert deliveries_sweep() == []  # due for less than the grace: its message may be on its way
+    assert deliveries_sweep(now=timezone.now() + timedelta(seconds=61)) == [delivery_id]
+    assert queue_length(worker_queue) == 1
+
+
 def test_the_receiver_refuses_a_forged_or_stale_signature() -> None:
     import time
 
