@@ -28,8 +28,10 @@ V1_CONTROLLERS = ("memory", "pids", "cpu")  # memory and pids required, cpu when
 V1_DEFAULT_SHARES, V2_DEFAULT_WEIGHT = 1024, 100  # one task's weight at nice 0
 KILL_ROUNDS = 200
 KILL_PAUSE_S = 0.005
-REMOVE_ROUNDS = 100
-REMOVE_PAUSE_S = 0.01
+# A SIGKILLed torch process can take seconds to release its memory on a busy host: rmdir
+# is EBUSY until then. Retry for up to 10 s; it usually succeeds at the first try.
+REMOVE_ROUNDS = 500
+REMOVE_PAUSE_S = 0.02
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -286,8 +288,14 @@ class _V1Group:
 
     def remove(self) -> None:
         self.kill_all()
-        for folder in self.folders.values():
-            _rmdir_retrying(folder)
+        failures = []
+        for folder in self.folders.values():  # every controller's folder, even after a failure
+            try:
+                _rmdir_retrying(folder)
+            except OSError as error:
+                failures.append(error)
+        if failures:
+            raise failures[0]
 
 
 # --- cgroup v2 -------------------------------------------------------------------------
