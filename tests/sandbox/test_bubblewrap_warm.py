@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sandbox_helpers import RAW_HARNESS, assert_no_leftovers, gradlab_cgroups, job_prefix, raw_job
@@ -76,10 +77,16 @@ def test_a_warm_sandbox_keeps_every_limit(warm_backend: BubblewrapSandbox) -> No
     assert_no_leftovers(prefix)
 
 
+def _warm_cgroups() -> set[Path]:
+    return {c for c in gradlab_cgroups() if c.name.startswith(f"warm-{os.getpid()}-")}
+
+
 def test_closing_a_warm_backend_stops_its_spare_sandbox(warm_backend: BubblewrapSandbox) -> None:
+    # Other backends of this test session (e.g. a session-wide warm one) keep live spares.
+    others = _warm_cgroups()
     assert run(warm_backend, job_prefix(), "pass").status is RunStatus.OK
     assert warm_backend.wait_until_warm(WARM_UP_S)
-    spare = {c for c in gradlab_cgroups() if c.name.startswith(f"warm-{os.getpid()}-")}
+    spare = _warm_cgroups() - others
     assert spare
     warm_backend.close()
     assert not spare & gradlab_cgroups()
