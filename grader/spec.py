@@ -23,6 +23,7 @@ from grader.checks.options import CheckOptions, OptionContext, OptionError
 from grader.checks.registry import REGISTRY, parse_options
 from grader.diagnose import DIAGNOSES
 from grader.protocol import Limits
+from grader.statement import HEADING, MARKER, marker_lines, stale_section, with_checks
 
 MANIFEST = "exercise.toml"
 MODULE_MANIFEST = "module.toml"
@@ -100,6 +101,7 @@ class Package:
         prefix = origin or "<package>"
         _check_files(files, prefix)
         manifest = parse_manifest(files[MANIFEST], f"{prefix}/{MANIFEST}", files)
+        _check_statement(files["statement.md"], f"{prefix}/statement.md")
         return cls(slug=manifest.slug, manifest=manifest, files=MappingProxyType(dict(files)))
 
     @property
@@ -116,7 +118,9 @@ class Package:
 
     @property
     def statement(self) -> str:
-        return self.files["statement.md"]
+        """statement.md with its "What is checked" section generated from the manifest
+        (grader.statement), which is what learners read."""
+        return with_checks(self.files["statement.md"], self.manifest)
 
     @property
     def cases(self) -> str | None:
@@ -227,6 +231,16 @@ def _check_files(files: Mapping[str, str], prefix: str) -> None:
                 raise PackageError(
                     f"{prefix}/{name}: line {error.lineno}: syntax error ({error.msg})"
                 ) from error
+
+
+def _check_statement(text: str, where: str) -> None:
+    if marker_lines(text) > 1:
+        raise PackageError(f"{where}: the line {MARKER} appears more than once")
+    if stale_section(text):
+        raise PackageError(
+            f"{where}: a hand-written {HEADING!r} section; the table is generated from "
+            f"{MANIFEST} where the line {MARKER} stands"
+        )
 
 
 # -- manifest ------------------------------------------------------------------------

@@ -108,6 +108,9 @@ def test_learner_gets_a_diagnosis_then_full_marks_and_the_instructor_sees_it(
         and statement.locator("code").count() >= 1
     )
     assert "```" not in statement.inner_text() and "\n## " not in statement.inner_text()
+    # "What is checked" is the table generated from the manifest: each check and its points
+    checked = statement.locator("table").last.inner_text()
+    assert "the script runs without an error" in checked and "exactly one backward call" in checked
     assert editor_value(page) == exercise_file("chain-rule", "starter.py")
     screenshot(page, "02-chain-rule-starter")
 

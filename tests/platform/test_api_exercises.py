@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradlab_fixtures import CATALOG_SLUGS, MODULE_SLUG
+from gradlab_fixtures import CATALOG_SLUGS, EXERCISES, MODULE_SLUG
 from platform_helpers import E2E_SLUG, package_file
+
+from grader.spec import load_package
 
 
 def test_exercise_list_gives_slug_title_module_kind_points_and_url_in_course_order(
@@ -32,7 +34,11 @@ def test_exercise_detail_adds_statement_sanitised_html_and_starter_code(
     assert response.status_code == 200
     body = response.json()
     assert body["slug"] == E2E_SLUG
-    assert body["statement"] == package_file(E2E_SLUG, "statement.md")
+    # the statement as learners read it: its "What is checked" table made from the manifest
+    assert body["statement"] == load_package(EXERCISES / E2E_SLUG).statement
+    assert "<!-- checks -->" in package_file(E2E_SLUG, "statement.md")
+    assert "<!-- checks -->" not in body["statement"]
+    assert "<td>the script runs without an error</td>" in body["statement_html"]
     assert body["starter_code"] == package_file(E2E_SLUG, "starter.py")
     assert body["statement_html"].startswith("<")
     assert "<pre>" in body["statement_html"] or "<p>" in body["statement_html"]

@@ -1,0 +1,188 @@
+"""The "What is checked" section of a statement, generated from the manifest's checks
+(FORMAT.md section 1, "statement.md"): one source of truth for what is graded.
+
+The statement's Markdown says where the section goes with a line `<!-- checks -->`
+(without one, the section ends the statement). `with_checks(text, manifest)` puts there a
+heading with the total points and a table of each check's name, points and what it
+compares, then the dtype rule whenever a check compares values. A statement that still
+has a hand-written "What is checked" heading is a package error (`stale_section`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.spec import CheckSpec, Manifest
+
+MARKER = "<!-- checks -->"
+HEADING = "What is checked"
+STALE_HEADING = re.compile(rf"^#+\s*{HEADING}\b", re.IGNORECASE | re.MULTILINE)
+DTYPE_RULE = (
+    "Values are compared within the default tolerance of the reference solution's dtype "
+    "(float32: rtol 1.3e-6, atol 1e-5; float64: 1e-7, 1e-7) unless a row says otherwise. "
+    "A more precise floating dtype than the one asked for is accepted at that tolerance "
+    "(float64 where float32 is asked); a less precise or non-floating one is a dtype "
+    "mismatch."
+)
+VALUE_TYPES = frozenset({"value", "grad", "grad_history", "loss_curve"})
+
+
+def marker_lines(text: str) -> int:
+    return sum(line.strip() == MARKER for line in text.splitlines())
+
+
+def stale_section(text: str) -> bool:
+    """The statement still holds a hand-written "What is checked" heading."""
+    return STALE_HEADING.search(text) is not None
+
+
+def with_checks(text: str, manifest: Manifest) -> str:
+    """`text` with the generated section where the marker line stands (or at the end)."""
+    section = checks_section(manifest)
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip() == MARKER:
+            rest = "\n".join(lines[index + 1 :])
+            head = "\n".join(lines[:index])
+            return f"{head}\n{section}\n" + (f"\n{rest.strip()}\n" if rest.strip() else "")
+    return f"{text.rstrip()}\n\n{section}\n"
+
+
+def checks_section(manifest: Manifest) -> str:
+    rows = [
+        f"## {HEADING} ({manifest.points} points)",
+        "",
+        "| check | points | what is compared with the reference solution |",
+        "|---|---|---|",
+    ]
+    for check in manifest.checks:
+        meaning = describe(check, function=manifest.kind == "function")
+        rows.append(f"| {_cell(check.name)} | {check.points} | {_cell(meaning)} |")
+    if any(check.type in VALUE_TYPES for check in manifest.checks):
+        rows += ["", DTYPE_RULE]
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _code(name: str | None) -> str:
+    return f"`{name}`" if name else "the result"
+
+
+def _tolerance(options: object) -> str:
+    rtol, atol = getattr(options, "rtol", None), getattr(options, "atol", None)
+    given = [f"{label} {value:g}" for label, value in (("rtol", rtol), ("atol", atol)) if value]
+    text = f" (within {', '.join(given)})" if given else ""
+    if getattr(options, "device", None) == "any":
+        text += ", on any device"
+    return text
+
+
+def describe(check: CheckSpec, *, function: bool = False) -> str:
+    """What the check compares, in a sentence for learners."""
+    explain = DESCRIPTIONS.get(check.type)
+    text = explain(check) if explain else "compared with the reference solution's run"
+    if function and check.type in {"value", "grad", "graph", "message", "device"}:
+        text += ", on the visible example and on every hidden case"
+    return text
+
+
+def _value(check: CheckSpec) -> str:
+    target = _code(check.target)
+    return f"{target} equals the reference's {target}{_tolerance(check.options)}"
+
+
+def _grad(check: CheckSpec) -> str:
+    return f"the `.grad` of {_code(check.target)} equals the reference's{_tolerance(check.options)}"
+
+
+def _graph(check: CheckSpec) -> str:
+    facts = getattr(check.options, "facts", ())
+    listed = ", ".join(f"`{fact}`" for fact in facts)
+    return f"{_code(check.target)} came out of autograd like the reference's: same {listed}"
+
+
+def _backward_calls(check: CheckSpec) -> str:
+    options = check.options
+    parts = []
+    if getattr(options, "count", False):
+        parts.append("as many successful `backward()` calls as the reference makes")
+    if getattr(options, "retain_graph", False):
+        parts.append("`retain_graph` given on the same calls as the reference")
+    if getattr(options, "gradient_given", False):
+        parts.append("a gradient argument passed on the same calls as the reference")
+    if getattr(options, "steps_match", False):
+        parts.append("one `backward()` per optimizer step, and at least one step")
+    return "; ".join(parts) or "as many successful `backward()` calls as the reference makes"
+
+
+def _grad_history(check: CheckSpec) -> str:
+    return (
+        f"`{check.target}.grad` right after each `backward()` call equals the reference's, "
+        f"call by call{_tolerance(check.options)}"
+    )
+
+
+def _loss_curve(check: CheckSpec) -> str:
+    options = check.options
+    if getattr(options, "mode", "pointwise") == "pointwise":
+        return (
+            "the loss of every `backward()` call equals the reference's, step by step"
+            f"{_tolerance(options)}"
+        )
+    parts = ["the recorded losses are never NaN"]
+    if getattr(options, "falls", False):
+        parts.append("they fall")
+    below = getattr(options, "final_below", None)
+    if below is not None:
+        parts.append(f"the last one is below {below:g}")
+    low, high = getattr(options, "min_steps", None), getattr(options, "max_steps", None)
+    if low is not None or high is not None:
+        parts.append(f"between {low or 1} and {high or 'any number of'} steps")
+    return ", ".join(parts)
+
+
+def _fresh_grads(check: CheckSpec) -> str:
+    names = getattr(check.options, "names", None)
+    whose = ", ".join(f"`{name}`" for name in names) if names else "the tracked tensors"
+    return f"the gradients of {whose} were None or zero before every `backward()` call"
+
+
+def _message(check: CheckSpec) -> str:
+    return (
+        f"{_code(check.target)} contains the reference's message; when that is the text of "
+        "an error, your run must really have raised it"
+    )
+
+
+def _stdout(check: CheckSpec) -> str:
+    if getattr(check.options, "mode", "exact") == "losses":
+        return "the loss of every `backward()` call is printed"
+    return "what your code prints equals what the reference prints"
+
+
+DESCRIPTIONS: dict[str, Callable[[CheckSpec], str]] = {
+    "value": _value,
+    "grad": _grad,
+    "graph": _graph,
+    "backward_calls": _backward_calls,
+    "grad_history": _grad_history,
+    "loss_curve": _loss_curve,
+    "fresh_grads": _fresh_grads,
+    "message": _message,
+    "raises": lambda check: (
+        "on every case, the same exception type as the reference raises, or none where it "
+        "raises none"
+    ),
+    "stdout": _stdout,
+    "gradcheck": lambda check: "`torch.autograd.gradcheck` of your function passes, in float64",
+    "no_error": lambda check: "your code runs to the end without an uncaught exception",
+    "device": lambda check: (
+        f"{_code(check.target)} is on the worker's device (a GPU when the worker has one)"
+    ),
+}
