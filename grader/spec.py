@@ -166,6 +166,11 @@ def load_module(exercises_dir: str | Path) -> Module:
         text = (Path(exercises_dir) / MODULE_MANIFEST).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise PackageError(f"{where}: cannot be read ({error})") from error
+    return parse_module(text, where)
+
+
+def parse_module(text: str, where: str) -> Module:
+    """Parses the text of a module.toml; `where` names it in errors."""
     raw = _parse_toml(text, where)
     _reject_unknown(raw, {"slug", "title", "exercises"}, where, "")
     slug = _slug(raw, "slug", where)

@@ -11,6 +11,8 @@ class Module(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     title = models.CharField(max_length=200)
     order = models.PositiveIntegerField(default=0)
+    # The module.toml it was last loaded from, kept so that an export gives the same bytes.
+    module_toml = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["order", "slug"]

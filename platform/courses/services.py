@@ -3,6 +3,7 @@ instructor jobs (validate, regrade) are created here and run by a worker."""
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import tomllib
@@ -14,6 +15,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.selectors import AnyUser
@@ -22,7 +24,7 @@ from common.errors import InvalidInput, NotFound
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.statement import render_statement
 from courses.validation import version_validate
-from grader import spec
+from grader import archive, spec
 from submissions.services import exercise_regrade
 
 logger = logging.getLogger(__name__)
@@ -41,28 +43,45 @@ class LoadResult:
 
 
 def exercises_load(*, exercises_dir: Path, strict: bool = False) -> LoadResult:
-    """Loads module.toml and every package it lists, in its order. Idempotent: a new
-    ExerciseVersion is made only when a package's content hash changed. A malformed
-    package is left as it was in the database (its last good version stays current) and
-    reported in `broken`; with strict=True it raises grader.spec.PackageError instead,
-    before anything is written."""
-    listing = spec.load_module(exercises_dir)
+    """Loads module.toml and every package it lists, in its order, from a folder: read under
+    the rules of an uploaded archive (grader.archive), then `module_tree_load`."""
+    name = str(exercises_dir).rstrip("/")
+    tree = archive.tree_of(archive.read_folder(exercises_dir), name=name)
+    return module_tree_load(tree=tree, origin=name, strict=strict)
+
+
+def module_archive_import(*, data: bytes, name: str, strict: bool = True) -> LoadResult:
+    """Loads a module from an uploaded `.tar.gz` or `.zip` archive: the same path as
+    `exercises_load` once the archive is read (archive.ArchiveError names what it refused)."""
+    tree = archive.tree_of(archive.read_archive(data, name=name), name=name)
+    return module_tree_load(tree=tree, origin=name, strict=strict)
+
+
+def module_tree_load(
+    *, tree: archive.ExerciseTree, origin: str, strict: bool = False
+) -> LoadResult:
+    """Idempotent: a new ExerciseVersion is made only when a package's content hash changed.
+    A malformed package is left as it was in the database (its last good version stays
+    current) and reported in `broken`; with strict=True it raises grader.spec.PackageError
+    instead, before anything is written."""
+    listing = tree.module
+    if listing is None:
+        raise archive.ArchiveError(f"{origin}/{spec.MODULE_MANIFEST}: file missing")
     packages: list[tuple[int, spec.Package]] = []
     missing: list[str] = []
     broken: list[str] = []
     for order, slug in enumerate(listing.exercises):
-        folder = Path(exercises_dir) / slug
-        if not (folder / spec.MANIFEST).is_file():
+        if spec.MANIFEST not in tree.packages.get(slug, {}):
             missing.append(slug)
             continue
         try:
-            packages.append((order, spec.load_package(folder)))
+            packages.append((order, tree.package(slug, origin=origin)))
         except spec.PackageError as error:
             if strict:
                 raise
             broken.append(str(error))
     with transaction.atomic():
-        module = module_sync(slug=listing.slug, title=listing.title)
+        module = module_sync(slug=listing.slug, title=listing.title, module_toml=tree.module_toml)
         outcomes = [
             exercise_sync(module=module, package=package, order=order)
             for order, package in packages
@@ -77,11 +96,57 @@ def exercises_load(*, exercises_dir: Path, strict: bool = False) -> LoadResult:
     )
 
 
-def module_sync(*, slug: str, title: str, order: int = 0) -> Module:
+def module_sync(*, slug: str, title: str, order: int = 0, module_toml: str = "") -> Module:
+    """Creates or updates a module; `module_toml` is the text it was loaded from (kept so
+    that an export gives back the same bytes)."""
     module, _ = Module.objects.update_or_create(
-        slug=slug, defaults={"title": title, "order": order}
+        slug=slug, defaults={"title": title, "order": order, "module_toml": module_toml}
     )
     return module
+
+
+# -- export: the same layout as exercises/, byte for byte ----------------------------------
+
+
+def module_export(*, module: Module, kind: str) -> bytes:
+    """The module's published exercises (their current versions) and its module.toml."""
+    exercises = list(_exported(module))
+    packages = {e.slug: e.current_version.files for e in exercises if e.current_version}
+    toml_text = module_toml_text(module=module, slugs=tuple(packages))
+    return archive.write_archive(archive.module_files(toml_text, packages), kind)
+
+
+def exercise_export(*, exercise: Exercise, kind: str) -> bytes:
+    """One package, `<slug>/...`, as published (its current version)."""
+    if exercise.current_version is None:
+        raise NotFound(f"Exercise {exercise.slug!r} has no published version.")
+    packages = {exercise.slug: exercise.current_version.files}
+    return archive.write_archive(archive.package_files(packages), kind)
+
+
+def _exported(module: Module) -> QuerySet[Exercise]:
+    return (
+        Exercise.objects.filter(module=module, current_version__isnull=False)
+        .select_related("current_version")
+        .order_by("order", "slug")
+    )
+
+
+def module_toml_text(*, module: Module, slugs: tuple[str, ...]) -> str:
+    """The module.toml it was loaded from while it still says the same; else a new one."""
+    if module.module_toml:
+        try:
+            kept = spec.parse_module(module.module_toml, spec.MODULE_MANIFEST)
+        except spec.PackageError:
+            kept = None
+        if kept == spec.Module(slug=module.slug, title=module.title, exercises=slugs):
+            return module.module_toml
+    listed = ", ".join(json.dumps(slug) for slug in slugs)
+    return (
+        f"slug = {json.dumps(module.slug)}\n"
+        f"title = {json.dumps(module.title, ensure_ascii=False)}\n"
+        f"exercises = [{listed}]\n"
+    )
 
 
 def exercise_sync(*, module: Module, package: spec.Package, order: int) -> tuple[str, str]:
