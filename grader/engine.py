@@ -38,6 +38,7 @@ from grader.protocol import (
     ExerciseError,
     IntegrityFlag,
     Limits,
+    ReferenceStarved,
     Report,
     RunStatus,
     SandboxRequest,
@@ -45,6 +46,7 @@ from grader.protocol import (
 )
 from grader.report import build_report, failed_report
 from grader.sandbox.base import Sandbox
+from grader.sandbox.common import signal_of
 from grader.spec import Package
 
 DEV_SEED = 20_240_601  # the documented development seed of `python -m grader`
@@ -171,8 +173,13 @@ def reference_capture(
 
 def _checked_reference(package: Package, run: Run) -> Capture:
     slug = package.slug
+    starved = _starved(run.result, package.manifest.limits)
+    if starved:
+        raise ReferenceStarved(f"{slug}: the reference run {starved}: the worker is "
+                               "overloaded, not the exercise broken")  # fmt: skip
     if run.result.status != RunStatus.OK:
-        reason = failure_message(run.result, package.manifest.limits)
+        # the backend's own message tells a CPU limit from the wall clock (operators only)
+        reason = run.result.message or failure_message(run.result, package.manifest.limits)
         raise ExerciseError(f"{slug}: the reference solution failed in the sandbox: {reason}")
     try:
         capture = parse_result(run.result.stdout, run.nonce)
@@ -191,6 +198,26 @@ def _checked_reference(package: Package, run: Run) -> Capture:
         raise ExerciseError(f"{slug}: the reference run tripped the tamper detector ({found})")
     _check_reference_targets(package, capture)
     return capture
+
+
+def _starved(result: SandboxResult, limits: Limits) -> str:
+    """Why a reference run ended by load rather than by its own fault ("" if it did not):
+    its wall clock ran out first (the CPU limit is the lower one: a reference that computes
+    too long gets SIGXCPU, before the wall clock, and is broken), or something outside
+    SIGKILLed it (not its memory limit: that ends as RunStatus.MEMORY)."""
+    if result.status == RunStatus.TIMEOUT and result.duration_s >= limits.wall_seconds:
+        if limits.wall_seconds > limits.cpu_seconds:
+            wall = _seconds(limits.wall_seconds)
+            return f"ran out of its {wall} s wall clock before its CPU time"
+        return ""
+    killed = result.status == RunStatus.CRASHED and _killed_by(result.exit_code, signal.SIGKILL)
+    if killed and result.duration_s < limits.cpu_seconds:  # not RLIMIT_CPU's hard SIGKILL
+        return "was killed (SIGKILL) from outside the sandbox"
+    return ""
+
+
+def _killed_by(code: int | None, sig: signal.Signals) -> bool:
+    return code is not None and signal_of(code) == sig
 
 
 def _trace(error: ErrorInfo) -> str:

@@ -22,6 +22,13 @@ class InfrastructureError(Exception):
     """The sandbox itself failed (not the learner's code): the platform retries the job."""
 
 
+class ReferenceStarved(InfrastructureError):
+    """The reference run was stopped by its wall clock before it could use its CPU time
+    (the wall limit is above the CPU limit: it was waiting for a CPU, on an overloaded
+    worker), or killed from outside (SIGKILL, not by its memory limit). Not the
+    exercise's fault: retried like any infrastructure fault."""
+
+
 class ExerciseError(Exception):
     """The exercise package is broken (e.g. its reference fails): not the learner's fault,
     not worth retrying; the platform marks the submission failed without charging it."""

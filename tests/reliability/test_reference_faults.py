@@ -1,0 +1,158 @@
+"""A reference run stopped by load (its wall clock ran out while it was starved of CPU, or
+something outside killed it) is an infrastructure fault: retried with backoff, graded
+in the end, the learner not charged. A genuinely broken reference (it raises, or it
+computes past its CPU limit) is still "exercise broken" at once. Real PostgreSQL, Redis,
+worker processes and bubblewrap sandboxes; the load is made by freezing (SIGSTOP) or
+killing the reference's sandbox processes from outside, as an overloaded host would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gradlab_fixtures import EXERCISES, wait_for
+
+pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
+
+SLUG = "chain-rule"
+PROC = Path("/proc")
+FINAL = ("graded", "failed")
+
+
+def _set_reference(*, limits: str, solution: str | None = None) -> None:
+    """The current version of SLUG with these limits (and this reference solution)."""
+    from courses.models import Exercise, ExerciseVersion
+
+    exercise = Exercise.objects.get(slug=SLUG)
+    files = dict(exercise.current_version.files)
+    files["exercise.toml"] += f"\n[limits]\n{limits}\n"
+    if solution is not None:
+        files["solution.py"] = solution
+    ExerciseVersion.objects.filter(pk=exercise.current_version_id).update(files=files)
+
+
+def _submit(client: Any) -> int:
+    code = (EXERCISES / SLUG / "solution.py").read_text(encoding="utf-8")
+    response = client.post("/api/v1/submissions/", {"exercise": SLUG, "code": code},
+                           format="json")  # fmt: skip
+    assert response.status_code == 201, response.content
+    return int(response.json()["id"])
+
+
+def _row(submission_id: int) -> Any:
+    from submissions.models import Submission
+
+    return Submission.objects.get(pk=submission_id)
+
+
+def _finished(submission_id: int) -> Any:
+    row = _row(submission_id)
+    return row if row.status in FINAL else None
+
+
+def _sandbox_processes(worker_pid: int) -> list[int]:
+    """Live processes below the worker that are not Celery's own (the sandbox's)."""
+    parents: dict[int, int] = {}
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    below, frontier = [], [worker_pid]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        below += frontier
+    return [pid for pid in below if b"celery" not in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _signal_first_sandbox(worker_pid: int, sig: int, *, for_s: float) -> int:
+    """Waits for the first sandbox below the worker (the reference's: the reference cache
+    is empty) and sends `sig` to each of its processes, again for `for_s` seconds (the
+    harness forks after it starts). Returns how many processes got it."""
+    first = wait_for(lambda: _sandbox_processes(worker_pid), timeout=90, what="a sandbox")
+    hit: set[int] = set()
+    deadline = time.monotonic() + for_s
+    pids = first
+    while True:
+        for pid in pids:
+            if pid not in hit:
+                try:
+                    os.kill(pid, sig)
+                    hit.add(pid)
+                except ProcessLookupError:
+                    pass
+        if time.monotonic() > deadline:
+            return len(hit)
+        time.sleep(0.05)
+        pids = _sandbox_processes(worker_pid)
+
+
+def test_a_reference_starved_past_its_wall_clock_is_retried_and_graded_not_exercise_broken(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    _set_reference(limits="wall_seconds = 8\ncpu_seconds = 6")
+    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    submission_id = _submit(api(alice_learner))
+
+    # Frozen: its processes get no CPU at all, as on a host far beyond its cores.
+    assert _signal_first_sandbox(worker.process.pid, signal.SIGSTOP, for_s=1.5) > 0
+
+    row = wait_for(lambda: _finished(submission_id), what="the retry after the starved run")
+    assert row.status == "graded" and row.passed is True, row.error_message
+    assert row.attempts == 2
+    log = worker.output()
+    assert "ran out of its 8 s wall clock before its CPU time" in log
+    assert "infrastructure fault" in log and "is broken" not in log
+
+
+def test_a_reference_killed_from_outside_is_retried_and_graded_not_exercise_broken(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    submission_id = _submit(api(alice_learner))
+
+    assert _signal_first_sandbox(worker.process.pid, signal.SIGKILL, for_s=0.5) > 0
+
+    row = wait_for(lambda: _finished(submission_id), what="the retry after the killed run")
+    assert row.status == "graded" and row.passed is True, row.error_message
+    assert row.attempts == 2
+    assert "was killed (SIGKILL) from outside the sandbox" in worker.output()
+
+
+@pytest.mark.parametrize(
+    ("limits", "solution", "logged"),
+    [
+        ("cpu_seconds = 2", "raise ValueError('reference bug')\n", "reference bug"),
+        ("cpu_seconds = 2", "while True:\n    pass\n", "CPU time limit of 2 s exceeded"),
+    ],
+    ids=["raises", "computes-past-its-cpu-limit"],
+)
+def test_a_genuinely_broken_reference_is_still_exercise_broken_at_once(
+    start_worker: Any, api: Any, alice_learner: Any, limits: str, solution: str, logged: str
+) -> None:
+    from submissions.services import MESSAGE_EXERCISE
+
+    _set_reference(limits=limits, solution=solution)
+    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    submission_id = _submit(api(alice_learner))
+
+    row = wait_for(lambda: _finished(submission_id), what="the broken reference's verdict")
+    assert row.status == "failed"
+    assert row.error_message == MESSAGE_EXERCISE
+    assert row.attempts == 1  # not retried
+    assert row.score is None and row.passed is None  # not charged
+    assert logged in worker.output()
