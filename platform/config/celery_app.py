@@ -8,7 +8,9 @@ platform/ and the repository root must be on sys.path (PYTHONPATH=platform:.).
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import Any
 
 from celery import Celery, signals
 
@@ -25,3 +27,30 @@ def _refuse_work_loss(**kwargs: object) -> None:
     from ops.checks import refuse_work_loss
 
     refuse_work_loss()
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _job_ids_on_log_lines(logger: logging.Logger, **kwargs: object) -> None:
+    """Celery's handlers carry the job's ids, in settings.LOG_FORMAT (ops.logs)."""
+    from django.conf import settings
+
+    from ops.logs import install_worker_logging
+
+    install_worker_logging(logger, settings.LOG_FORMAT)
+
+
+@signals.task_prerun.connect
+def _bind_task(task_id: str, task: Any, **kwargs: object) -> None:
+    """Every line a task logs carries its Celery task id and name (ops.logs)."""
+    from ops.logs import bind, clear
+
+    clear()
+    bind(task_id=task_id, task=task.name)
+
+
+@signals.task_postrun.connect
+def _unbind_task(**kwargs: object) -> None:
+    from ops.logs import clear
+
+    clear()

@@ -7,6 +7,7 @@ from celery import shared_task
 from django.conf import settings
 
 from courses import services
+from ops.logs import job_context
 
 
 @shared_task(
@@ -17,7 +18,8 @@ from courses import services
     time_limit=settings.GRADLAB_JOB_TIME_LIMIT,
 )
 def run_exercise_job(job_id: int) -> str:
-    return str(services.exercise_job_run(job_id=int(job_id)))
+    with job_context(exercise_job_id=int(job_id)):  # on every line of this job
+        return str(services.exercise_job_run(job_id=int(job_id)))
 
 
 @shared_task(name="gradlab.sweep_exercise_jobs")

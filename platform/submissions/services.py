@@ -28,6 +28,7 @@ from common.errors import Conflict, Forbidden, InvalidInput, NotFound, RateLimit
 from courses.models import Exercise, Module
 from courses.selectors import exercise_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
+from ops.logs import job_context
 from submissions import grading
 from submissions.models import CheckResult, Submission
 
@@ -204,13 +205,19 @@ def submission_grade(*, submission_id: int) -> Outcome:
     if attempt is None:
         logger.info("submission %s: not queued, skipping this delivery", submission_id)
         return Outcome.SKIPPED
+    job_id = f"submission-{submission_id}-{attempt}"  # the sandbox's job id too
+    with job_context(submission_id=submission_id, job_id=job_id):
+        return _grade_claimed(submission_id, attempt, job_id)
+
+
+def _grade_claimed(submission_id: int, attempt: int, job_id: str) -> Outcome:
     submission = Submission.objects.select_related("version").get(pk=submission_id)
     try:
         report = grading.run_grader(
             files=submission.version.files,
             code=submission.code,
             seed=_hidden_seed(submission),
-            job_id=f"submission-{submission_id}-{attempt}",
+            job_id=job_id,
         )
     except (InfrastructureError, SoftTimeLimitExceeded) as error:
         logger.warning("submission %s attempt %s: infrastructure fault: %s",

@@ -6,6 +6,7 @@ import logging
 
 from celery import shared_task
 
+from ops.logs import job_context
 from submissions import services
 
 logger = logging.getLogger(__name__)
@@ -13,7 +14,8 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="gradlab.grade_submission", acks_late=True, reject_on_worker_lost=True)
 def grade_submission(submission_id: int) -> str:
-    return services.submission_grade(submission_id=int(submission_id)).value
+    with job_context(submission_id=int(submission_id)):  # on every line of this grading
+        return services.submission_grade(submission_id=int(submission_id)).value
 
 
 @shared_task(name="gradlab.sweep_submissions")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 
@@ -294,10 +295,32 @@ CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
     "options": {"expires": 3600.0},
 }
 
+# --- Operations (platform/ops) ---------------------------------------------------------
+# GET /metrics (Prometheus): for `Authorization: Bearer <token>`, or for a client address
+# in one of these networks (REMOTE_ADDR: behind a proxy, use the token). Neither: 404.
+GRADLAB_METRICS_TOKEN = env_secret("GRADLAB_METRICS_TOKEN")
+GRADLAB_METRICS_ALLOWED_IPS = env_list("GRADLAB_METRICS_ALLOWED_IPS", [])
+
+# Log lines: "plain" text or "json" (one object a line, for a log shipper). Both carry
+# the ids of the job being run (ops.logs: submission_id, job_id, task_id) when there is one.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: expected 'plain' or 'json'")
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "filters": {"job_context": {"()": "ops.logs.JobContextFilter"}},
+    "formatters": {
+        "plain": {"()": "ops.logs.PlainFormatter"},
+        "json": {"()": "ops.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["job_context"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
