@@ -4,6 +4,7 @@
     python -m grader check exercises/             validate every package (and module.toml)
     python -m grader run exercises/<slug> answer.py [--json]   grade one answer
     python -m grader mutants exercises/<slug>     grade the reference's auto-mutants
+    python -m grader new <slug> [--dir exercises]  write a new script exercise that validates
 
 Everything is built here from the command line, with the same environment variables as
 the platform's settings for defaults: `--sandbox` (GRADLAB_SANDBOX, default bubblewrap)
@@ -31,6 +32,7 @@ from grader.mutants import run_mutants, table
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
+from grader.scaffold import new_package
 from grader.spec import MANIFEST, MODULE_MANIFEST, PackageError, load_module, load_package
 from grader.validation import Validation, validate_package
 
@@ -151,6 +153,21 @@ def command_mutants(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(result.bad for result in results) else EXIT_OK
 
 
+def command_new(args: argparse.Namespace) -> int:
+    target = Path(args.dir) / args.slug
+    if target.exists():
+        print(f"{target}: already exists", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for path, text in new_package(args.slug, title=args.title).items():
+        (target / path).parent.mkdir(parents=True, exist_ok=True)
+        (target / path).write_text(text, encoding="utf-8")
+    load_package(target)  # what was written parses
+    print(f"wrote {target}: edit it, then `python -m grader check {target}`")
+    if (Path(args.dir) / MODULE_MANIFEST).is_file():
+        print(f"list {args.slug!r} in {Path(args.dir) / MODULE_MANIFEST} to publish it")
+    return EXIT_OK
+
+
 def _common(command: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     backend = environ.get("GRADLAB_SANDBOX", "bubblewrap")
     device = environ.get("GRADLAB_DEVICE", "cpu")
@@ -179,6 +196,12 @@ def parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     mutants.add_argument("package", help="exercises/<slug>")
     _common(mutants, environ)
     mutants.set_defaults(handler=command_mutants)
+    new = commands.add_parser("new", help="write a new script exercise package")
+    new.add_argument("slug", help="lowercase words joined by -")
+    new.add_argument("--dir", default="exercises", help="where its folder goes")
+    new.add_argument("--title", default="", help="default: from the slug")
+    new.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
+    new.set_defaults(handler=command_new)
     return main
 
 
