@@ -148,6 +148,23 @@ def read_folder(root: str | Path, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> 
     return collector.finish()
 
 
+def check_package(
+    files: Mapping[str, str],
+    *,
+    slug: str,
+    name: str = "package",
+    limits: ArchiveLimits = DEFAULT_LIMITS,
+) -> dict[str, str]:
+    """One package's files (paths relative to its folder) under the rules of an upload."""
+    collector = _Collector(name, limits)
+    for path, text in files.items():
+        if not isinstance(path, str) or not isinstance(text, str):
+            raise ArchiveError(f"{name}: file names and contents must be text")
+        collector.add(f"{slug}/{path}", text.encode("utf-8"))
+    prefix = f"{slug}/"
+    return {path.removeprefix(prefix): text for path, text in collector.finish().items()}
+
+
 def tree_of(files: Mapping[str, str], *, name: str = "archive") -> ExerciseTree:
     """Splits `{path: text}` into module.toml and packages (paths already checked)."""
     module = None

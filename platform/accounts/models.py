@@ -9,7 +9,8 @@ from django.db import models
 class Enrollment(models.Model):
     class Role(models.TextChoices):
         LEARNER = "learner"
-        INSTRUCTOR = "instructor"
+        INSTRUCTOR = "instructor"  # edits and publishes the module's exercises
+        REVIEWER = "reviewer"  # reads drafts, validates and previews; edits nothing
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments"

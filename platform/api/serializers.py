@@ -75,7 +75,8 @@ class CheckOutput(serializers.Serializer):
 
 class SubmissionOutput(SubmissionCreatedOutput):
     exercise = serializers.CharField(source="exercise.slug")
-    version = serializers.IntegerField(source="version.number")
+    version = serializers.IntegerField(source="version.number", allow_null=True)
+    late = serializers.BooleanField(help_text="made after the exercise's due date")
     learner = serializers.CharField(source="learner.username")
     score = serializers.FloatField(allow_null=True)
     max_score = serializers.FloatField(allow_null=True)

@@ -17,7 +17,7 @@ from api.serializers import (
     SubmissionCreateInput,
     SubmissionOutput,
 )
-from courses.selectors import exercise_get, exercise_list
+from courses.selectors import exercise_visible_get, exercises_visible_to
 from integrations.idempotency import HEADER as IDEMPOTENCY_HEADER
 from integrations.idempotency import idempotent
 from submissions.selectors import submission_get, submission_list_own
@@ -32,14 +32,15 @@ ERROR_RESPONSES = {
 class ExerciseListApi(APIView):
     @extend_schema(responses={200: ExerciseOutput(many=True), **ERROR_RESPONSES})
     def get(self, request: Request) -> Response:
-        data = ExerciseOutput(exercise_list(), many=True, context={"request": request}).data
+        exercises = exercises_visible_to(user=request.user)
+        data = ExerciseOutput(exercises, many=True, context={"request": request}).data
         return Response(data)
 
 
 class ExerciseDetailApi(APIView):
     @extend_schema(responses={200: ExerciseDetailOutput, 404: OpenApiResponse()})
     def get(self, request: Request, slug: str) -> Response:
-        exercise = exercise_get(slug=slug)
+        exercise = exercise_visible_get(slug=slug, user=request.user)
         return Response(ExerciseDetailOutput(exercise, context={"request": request}).data)
 
 

@@ -37,9 +37,19 @@ class Exercise(models.Model):
     points = models.PositiveIntegerField()
     order = models.PositiveIntegerField(default=0)
     device = models.CharField(max_length=8, choices=Device.choices, default=Device.CPU)
+    # The published version learners get (null: never published).
     current_version = models.ForeignKey(
         "ExerciseVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
+    # The instructor's working copy, saved but not published (null: none beyond the
+    # current version). A draft is an ExerciseVersion without a number.
+    draft_version = models.ForeignKey(
+        "ExerciseVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    is_published = models.BooleanField(default=True)  # False: unpublished, hidden from learners
+    release_at = models.DateTimeField(null=True, blank=True)  # learners see it from then
+    due_at = models.DateTimeField(null=True, blank=True)  # later submissions are marked late
+    late_counts = models.BooleanField(default=True)  # whether a late submission's score counts
 
     class Meta:
         ordering = ["module__order", "order", "slug"]
@@ -49,11 +59,16 @@ class Exercise(models.Model):
 
 
 class ExerciseVersion(models.Model):
-    """One exact content of a package. Submissions point at the version they were made
-    for, so a later edit never changes how an old submission was graded."""
+    """One exact content of a package, never changed once written. Submissions point at
+    the version they were made for, so a later edit never changes how an old submission was
+    graded. A saved draft is a version without a number; publishing gives it the next one."""
 
     exercise = models.ForeignKey(Exercise, on_delete=models.CASCADE, related_name="versions")
-    number = models.PositiveIntegerField()
+    number = models.PositiveIntegerField(null=True, blank=True)  # null: a draft
+    saved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    published_at = models.DateTimeField(null=True, blank=True)
     content_hash = models.CharField(max_length=64)
     files = models.JSONField()  # relative path -> text: the whole package
     manifest = models.JSONField()  # exercise.toml, parsed
@@ -73,7 +88,11 @@ class ExerciseVersion(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.exercise.slug} v{self.number}"
+        return f"{self.exercise.slug} {self.label}"
+
+    @property
+    def label(self) -> str:
+        return f"v{self.number}" if self.number is not None else f"draft {self.content_hash[:8]}"
 
 
 class ExerciseJob(models.Model):

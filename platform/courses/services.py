@@ -171,9 +171,7 @@ def exercise_sync(*, module: Module, package: spec.Package, order: int) -> tuple
         order=order,
         device=manifest.device,
     )
-    version = exercise.versions.filter(content_hash=package.content_hash).first()
-    if version is None:
-        version = exercise_version_create(exercise=exercise, package=package)
+    version = version_publish(version=version_save(exercise=exercise, package=package))
     changed = exercise.current_version_id != version.pk
     if changed:
         Exercise.objects.filter(pk=exercise.pk).update(current_version=version)
@@ -182,20 +180,57 @@ def exercise_sync(*, module: Module, package: spec.Package, order: int) -> tuple
     return package.slug, "updated" if changed else "unchanged"
 
 
-def exercise_version_create(*, exercise: Exercise, package: spec.Package) -> ExerciseVersion:
-    last = exercise.versions.order_by("-number").values_list("number", flat=True).first()
-    files = dict(package.files)
+def version_save(
+    *, exercise: Exercise, package: spec.Package, user: AnyUser | None = None
+) -> ExerciseVersion:
+    """The version holding exactly this content: the existing one (published or a draft),
+    else a new draft. Content never changes once written (it is keyed by its hash)."""
+    version = exercise.versions.filter(content_hash=package.content_hash).first()
+    if version is not None:
+        return version
+    return version_create(
+        exercise=exercise, files=dict(package.files), statement=package.statement, user=user
+    )
+
+
+def version_create(
+    *, exercise: Exercise, files: dict[str, str], statement: str, user: AnyUser | None = None
+) -> ExerciseVersion:
+    """A new draft version (no number) of `files`, which need not be a valid package."""
+    try:
+        manifest = tomllib.loads(files.get(spec.MANIFEST, ""))
+    except tomllib.TOMLDecodeError:
+        manifest = {}
     return ExerciseVersion.objects.create(
         exercise=exercise,
-        number=(last or 0) + 1,
-        content_hash=package.content_hash,
+        number=None,
+        saved_by_id=user.pk if user is not None and user.is_authenticated else None,
+        content_hash=spec.package_hash(files),
         files=files,
-        manifest=tomllib.loads(files[spec.MANIFEST]),
-        statement=package.statement,
-        statement_html=render_statement(package.statement),
-        starter_code=package.starter,
+        manifest=manifest,
+        statement=statement,
+        statement_html=render_statement(statement),
+        starter_code=files.get("starter.py", ""),
         hidden_seed=secrets.randbelow(HIDDEN_SEED_BOUND),
     )
+
+
+def version_publish(*, version: ExerciseVersion) -> ExerciseVersion:
+    """Gives a draft the exercise's next version number (a published version keeps its)."""
+    if version.number is not None:
+        return version
+    with transaction.atomic():
+        Exercise.objects.select_for_update().filter(pk=version.exercise_id).first()
+        last = (
+            ExerciseVersion.objects.filter(exercise_id=version.exercise_id, number__isnull=False)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
+        version.number = (last or 0) + 1
+        version.published_at = timezone.now()
+        version.save(update_fields=["number", "published_at"])
+    return version
 
 
 # -- instructor jobs (validate, regrade): created here, run by a worker ---------------------
@@ -226,16 +261,20 @@ EXERCISE_JOBS: jobs.JobKind[ExerciseJob] = jobs.JobKind(
 )
 
 
-def exercise_job_create(*, exercise: Exercise, kind: str, user: AnyUser) -> ExerciseJob:
-    """A queued job on the exercise's current version, sent to a worker after commit."""
+def exercise_job_create(
+    *, exercise: Exercise, kind: str, user: AnyUser, version: ExerciseVersion | None = None
+) -> ExerciseJob:
+    """A queued job on `version` (default: the exercise's current version), sent to a
+    worker after commit."""
     if kind not in ExerciseJob.Kind.values:
         raise InvalidInput({"kind": f"Unknown job kind {kind!r}."})
-    if exercise.current_version_id is None:
+    version_id = version.pk if version is not None else exercise.current_version_id
+    if version_id is None:
         raise NotFound(f"Exercise {exercise.slug!r} has no version.")
     with transaction.atomic():
         job = ExerciseJob.objects.create(
             exercise=exercise,
-            version_id=exercise.current_version_id,
+            version_id=version_id,
             kind=kind,
             requested_by_id=user.pk,
             lease_expires_at=jobs.job_queued_until(EXERCISE_JOBS),

@@ -55,6 +55,10 @@ class Submission(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    late = models.BooleanField(default=False)  # made after the exercise's due date
+    # An instructor trying the exercise as a learner (a draft, perhaps): graded, counted
+    # nowhere (no gradebook, statistics, LMS or webhook).
+    preview = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -22,7 +22,7 @@ def submission_list_own(
     *, user: AbstractBaseUser | AnonymousUser, exercise_slug: str | None = None
 ) -> QuerySet[Submission]:
     """The caller's own submissions, newest first, optionally for one exercise."""
-    queryset = Submission.objects.filter(learner_id=user.pk)
+    queryset = Submission.objects.filter(learner_id=user.pk, preview=False)
     if exercise_slug is not None:
         if not Exercise.objects.filter(slug=exercise_slug).exists():
             raise InvalidInput({"exercise": f"Unknown exercise {exercise_slug!r}."})

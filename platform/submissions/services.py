@@ -25,8 +25,8 @@ from django.utils import timezone
 from accounts.selectors import AnyUser, module_is_taught_by
 from common import jobs
 from common.errors import Conflict, Forbidden, InvalidInput, NotFound, RateLimited
-from courses.models import Exercise, Module
-from courses.selectors import exercise_get
+from courses.models import Exercise, ExerciseVersion, Module
+from courses.selectors import exercise_visible_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from ops.logs import job_context
 from submissions import grading
@@ -98,7 +98,7 @@ def submission_create(
     code = code_validate(code)
     key = idempotency_key_validate(idempotency_key)
     try:
-        exercise = exercise_get(slug=exercise_slug)
+        exercise = exercise_visible_get(slug=exercise_slug, user=learner)
     except NotFound:
         raise InvalidInput({"exercise": f"Unknown exercise {exercise_slug!r}."}) from None
     version_id = exercise.current_version_id
@@ -119,10 +119,36 @@ def submission_create(
             version_id=version_id,
             code=code,
             idempotency_key=key,
+            late=exercise.due_at is not None and timezone.now() > exercise.due_at,
             lease_expires_at=jobs.job_queued_until(SUBMISSIONS),
         )
         jobs.job_enqueue_on_commit(SUBMISSIONS, job_id=submission.pk, queue=queue_for(exercise))
     return submission, True
+
+
+def submission_preview_create(
+    *, user: AnyUser, exercise: Exercise, version: ExerciseVersion, code: str
+) -> Submission:
+    """An instructor or reviewer tries `version` (a draft, perhaps) as a learner would: graded
+    like any submission, counted nowhere (`preview`). The caller checked their access."""
+    if not user.is_authenticated:
+        raise Forbidden("Sign in to submit.")
+    if version.exercise_id != exercise.pk:
+        raise InvalidInput({"version": ["Not a version of this exercise."]})
+    code = code_validate(code)
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        rate_limit_check(learner=user)
+        submission = Submission.objects.create(
+            learner_id=user.pk,
+            exercise=exercise,
+            version=version,
+            code=code,
+            preview=True,
+            lease_expires_at=jobs.job_queued_until(SUBMISSIONS),
+        )
+        jobs.job_enqueue_on_commit(SUBMISSIONS, job_id=submission.pk, queue=queue_for(exercise))
+    return submission
 
 
 def _replay(existing: Submission, *, exercise: Exercise, code: str) -> Submission:
@@ -270,6 +296,8 @@ def _tell_integrations(submission_id: int) -> None:
     transaction of the grade itself, sent by a worker once it commits."""
     from integrations.events import submission_graded
 
+    if Submission.objects.filter(pk=submission_id, preview=True).exists():
+        return  # a preview counts nowhere
     submission_graded(submission_id=submission_id)
 
 
@@ -377,7 +405,7 @@ def exercise_regrade(*, exercise: Exercise) -> RegradeResult:
         raise NotFound(f"Exercise {exercise.slug!r} has no version to regrade against.")
     changed: list[ScoreChange] = []
     errors: list[int] = []
-    graded = Submission.objects.filter(exercise=exercise, status=Status.GRADED)
+    graded = Submission.objects.filter(exercise=exercise, status=Status.GRADED, preview=False)
     submissions = list(graded.select_related("learner").order_by("id"))
     for submission in submissions:
         try:
@@ -396,7 +424,7 @@ def exercise_regrade(*, exercise: Exercise) -> RegradeResult:
             changed.append(change)
     return RegradeResult(
         exercise=exercise.slug,
-        version=version.number,
+        version=version.number or 0,
         regraded=len(submissions) - len(errors),
         changed=tuple(changed),
         errors=tuple(errors),

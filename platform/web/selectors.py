@@ -12,6 +12,7 @@ from django.db.models import Count, Max, Q, QuerySet
 from accounts.models import Enrollment
 from accounts.selectors import AnyUser
 from courses.models import Exercise, ExerciseJob, Module
+from courses.selectors import exercises_visible_to
 from submissions.models import CheckResult, Submission
 from web.presenters import STATUS_LABELS, diagnosis_title, integrity_flags
 
@@ -83,7 +84,13 @@ def module_exercises(module: Module) -> QuerySet[Exercise]:
     )
 
 
-COUNTED = Q(status=Submission.Status.GRADED) & ~Q(review=Submission.Review.HELD)
+# What counts for a grade: graded, not held for review, not a preview, and not late where
+# the exercise's late submissions do not count.
+COUNTED = (
+    Q(status=Submission.Status.GRADED, preview=False)
+    & ~Q(review=Submission.Review.HELD)
+    & ~Q(late=True, exercise__late_counts=False)
+)
 
 
 def learner_progress(*, module: Module, user: AnyUser) -> list[ExerciseRow]:
@@ -91,7 +98,9 @@ def learner_progress(*, module: Module, user: AnyUser) -> list[ExerciseRow]:
     for nothing until an instructor releases (or rejects) it."""
     stats = {
         row["exercise_id"]: row
-        for row in Submission.objects.filter(learner_id=user.pk, exercise__module=module)
+        for row in Submission.objects.filter(
+            learner_id=user.pk, exercise__module=module, preview=False
+        )
         .values("exercise_id")
         .annotate(
             attempts=Count("id"),
@@ -102,7 +111,7 @@ def learner_progress(*, module: Module, user: AnyUser) -> list[ExerciseRow]:
         )
     }
     rows = []
-    for exercise in module_exercises(module):
+    for exercise in exercises_visible_to(user=user).filter(module=module):
         row = stats.get(exercise.pk)
         rows.append(
             ExerciseRow(
@@ -139,7 +148,7 @@ def module_summary(rows: list[ExerciseRow]) -> ModuleSummary:
 
 def exercise_history(*, exercise: Exercise, user: AnyUser) -> QuerySet[Submission]:
     return (
-        Submission.objects.filter(exercise=exercise, learner_id=user.pk)
+        Submission.objects.filter(exercise=exercise, learner_id=user.pk, preview=False)
         .select_related("exercise", "version")
         .order_by("-created_at", "-id")[:HISTORY_LIMIT]
     )
@@ -149,7 +158,7 @@ def class_submissions(module: Module) -> QuerySet[Submission]:
     """Submissions of the module's learners (instructors' own tries are not the class)."""
     learners = Enrollment.objects.filter(module=module, role=Enrollment.Role.LEARNER)
     return Submission.objects.filter(
-        exercise__module=module, learner__in=learners.values("user_id")
+        exercise__module=module, learner__in=learners.values("user_id"), preview=False
     )
 
 
@@ -169,7 +178,7 @@ def exercise_stats(module: Module) -> list[ExerciseStats]:
             slug=e.slug,
             title=e.title,
             points=float(e.points),
-            version=e.current_version.number if e.current_version else 0,
+            version=(e.current_version.number or 0) if e.current_version else 0,
             attempts=per_exercise.get(e.pk, {}).get("attempts", 0),
             learners_tried=per_exercise.get(e.pk, {}).get("tried", 0),
             learners_passed=per_exercise.get(e.pk, {}).get("passed", 0),
@@ -243,7 +252,7 @@ def latest_job(exercise: Exercise, kind: str) -> ExerciseJob | None:
 def stale_submissions(exercise: Exercise) -> int:
     """Graded submissions of `exercise` graded against an older version than the current."""
     return (
-        Submission.objects.filter(exercise=exercise, status=Submission.Status.GRADED)
+        Submission.objects.filter(exercise=exercise, status=Submission.Status.GRADED, preview=False)
         .exclude(version_id=exercise.current_version_id)
         .count()
     )

@@ -104,7 +104,7 @@ def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -
         "module": module,
         "exercise": exercise,
         "stats": stats,
-        "versions": exercise.versions.order_by("-number"),
+        "versions": exercise.versions.filter(number__isnull=False).order_by("-number"),
         "validation": validation,
         "regrade": regrade,
         "refresh": any(job is not None and job.pending for job in (validation, regrade)),

@@ -19,7 +19,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts.selectors import module_is_taught_by
 from common.errors import DomainError, InvalidInput, NotFound, RateLimited
 from courses.models import Exercise, Module
-from courses.selectors import exercise_get_in_module, module_get, module_list
+from courses.selectors import (
+    exercise_get_in_module,
+    exercises_visible_to,
+    module_get,
+    modules_visible_to,
+)
 from submissions.models import Submission
 from submissions.selectors import submission_get, submission_result_withheld
 from submissions.services import submission_create
@@ -34,7 +39,7 @@ def _wants_json(request: HttpRequest) -> bool:
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    modules = list(module_list())
+    modules = list(modules_visible_to(user=request.user))
     if len(modules) == 1:
         return redirect("web:module", modules[0].slug)
     return render(request, "web/home.html", {"modules": modules, "nav": "learn"})
@@ -43,7 +48,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def module_page(request: HttpRequest, module_slug: str) -> HttpResponse:
-    module = module_get(slug=module_slug)
+    module = _module_visible(request, module_slug)
     rows = selectors.learner_progress(module=module, user=request.user)
     context = {
         "module": module,
@@ -57,11 +62,21 @@ def module_page(request: HttpRequest, module_slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def exercise_page(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
-    module = module_get(slug=module_slug)
+    module = _module_visible(request, module_slug)
     exercise = exercise_get_in_module(module=module, slug=exercise_slug)
+    if not exercises_visible_to(user=request.user).filter(pk=exercise.pk).exists():
+        raise NotFound("No such exercise.")
     if request.method == "POST":
         return _submit(request, exercise)
     return _render_exercise(request, module, exercise)
+
+
+def _module_visible(request: HttpRequest, module_slug: str) -> Module:
+    """The module if the user is enrolled in it (or staff); a 404 for anyone else."""
+    module = module_get(slug=module_slug)
+    if not modules_visible_to(user=request.user).filter(pk=module.pk).exists():
+        raise NotFound("No such module.")
+    return module
 
 
 def _render_exercise(

@@ -1,0 +1,299 @@
+"""Authoring: modules and exercises as data their instructors own (issue 14).
+
+An exercise's content is always an ExerciseVersion, keyed by its content hash. Every save
+is a draft (a version without a number, `Exercise.draft_version`), valid or not: its
+problem, if any, is the PackageError that names the file and the field. A validation job
+(courses.services.exercise_job_create, run by a worker) grades the draft's reference,
+starter, wrong solutions and alternatives; publishing gives the draft the next version
+number and makes it current, and is refused until a validation of that very content
+passed. Learners only ever get published versions; a submission keeps the version it was
+graded against. Access is checked by the callers (accounts.selectors): instructors write,
+reviewers read and validate.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from accounts.models import Enrollment
+from accounts.selectors import AnyUser, user_may_create_modules
+from common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
+from courses.services import exercise_job_create, version_create, version_publish
+from grader import archive, scaffold, spec
+
+
+@dataclass(frozen=True)
+class Draft:
+    version: ExerciseVersion
+    problem: str  # "" when the files are a valid package; else the PackageError's message
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    path: str
+    status: str  # "added" | "removed" | "changed"
+    diff: str  # unified diff of the text
+
+
+# -- modules --------------------------------------------------------------------------
+
+
+def module_create(*, slug: str, title: str, user: AnyUser) -> Module:
+    """A new, empty module; its creator becomes its instructor."""
+    if not user_may_create_modules(user=user):
+        raise Forbidden("Only instructors may create modules.")
+    if not spec.SLUG_PATTERN.match(slug):
+        raise InvalidInput({"slug": ["Lowercase words joined by -, e.g. autograd-basics."]})
+    if not title.strip():
+        raise InvalidInput({"title": ["A module needs a title."]})
+    order = (Module.objects.aggregate(last=Max("order"))["last"] or 0) + 1
+    assert user.pk is not None  # user_may_create_modules: signed in
+    try:
+        with transaction.atomic():
+            module = Module.objects.create(slug=slug, title=title.strip(), order=order)
+            Enrollment.objects.create(user_id=user.pk, module=module, role="instructor")
+    except IntegrityError:
+        raise InvalidInput({"slug": [f"A module {slug!r} exists already."]}) from None
+    return module
+
+
+def module_member_set(*, module: Module, username: str, role: str) -> Enrollment:
+    """Adds a co-instructor, reviewer or learner to the module (or changes their role)."""
+    if role not in Enrollment.Role.values:
+        raise InvalidInput({"role": [f"One of {', '.join(Enrollment.Role.values)}."]})
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise InvalidInput({"username": [f"No user {username!r}."]})
+    enrollment, _ = Enrollment.objects.update_or_create(
+        user=user, module=module, defaults={"role": role}
+    )
+    return enrollment
+
+
+def module_order_set(*, module: Module, slugs: list[str]) -> None:
+    """Orders the module's exercises as `slugs` lists them (every one exactly once)."""
+    current = set(module.exercises.values_list("slug", flat=True))
+    if sorted(slugs) != sorted(current):
+        raise InvalidInput({"exercises": ["List every exercise of the module exactly once."]})
+    with transaction.atomic():
+        for order, slug in enumerate(slugs):
+            Exercise.objects.filter(module=module, slug=slug).update(order=order)
+
+
+# -- exercises and drafts ------------------------------------------------------------------
+
+
+def exercise_create(*, module: Module, slug: str, user: AnyUser, title: str = "") -> Draft:
+    """A new exercise in `module` whose first draft is grader.scaffold's package."""
+    try:
+        files = scaffold.new_package(slug, title=title)
+    except spec.PackageError:
+        raise InvalidInput({"slug": ["Lowercase words joined by -, e.g. cube-gradient."]}) from None
+    return exercise_import(module=module, slug=slug, files=files, user=user)
+
+
+def exercise_import(*, module: Module, slug: str, files: dict[str, str], user: AnyUser) -> Draft:
+    """Saves `files` as a draft of exercise `slug` of `module`, creating the exercise."""
+    exercise = Exercise.objects.filter(slug=slug).first()
+    if exercise is not None and exercise.module_id != module.pk:
+        raise InvalidInput({"slug": [f"Exercise {slug!r} belongs to another module."]})
+    if exercise is None:
+        order = (module.exercises.aggregate(last=Max("order"))["last"] or 0) + 1
+        try:
+            exercise = Exercise.objects.create(
+                module=module,
+                slug=slug,
+                title=scaffold.title_of(slug),
+                kind=Exercise.Kind.SCRIPT,
+                points=0,
+                order=order,
+            )
+        except IntegrityError:
+            raise InvalidInput({"slug": [f"Exercise {slug!r} exists already."]}) from None
+    return draft_save(exercise=exercise, files=files, user=user)
+
+
+def draft_save(*, exercise: Exercise, files: dict[str, str], user: AnyUser) -> Draft:
+    """Saves the files as the exercise's draft, valid or not (an upload's rules apply to
+    the paths, sizes and text; the problem of an invalid package is returned)."""
+    files = archive.check_package(files, slug=exercise.slug, name=exercise.slug)
+    problem = package_problem(files, exercise.slug)
+    statement = files.get("statement.md", "")
+    if not problem:
+        statement = spec.Package.from_files(files).statement
+    version = exercise.versions.filter(content_hash=spec.package_hash(files)).first()
+    if version is None:
+        version = version_create(exercise=exercise, files=files, statement=statement, user=user)
+    draft = None if version.pk == exercise.current_version_id else version
+    Exercise.objects.filter(pk=exercise.pk).update(draft_version=draft)
+    exercise.draft_version = draft
+    return Draft(version=version, problem=problem)
+
+
+def package_problem(files: dict[str, str], slug: str) -> str:
+    try:
+        package = spec.Package.from_files(files, origin=slug)
+    except spec.PackageError as error:
+        return str(error)
+    if package.slug != slug:
+        return f"{slug}/{spec.MANIFEST}: slug: must stay {slug!r}"
+    return ""
+
+
+def draft_of(exercise: Exercise) -> ExerciseVersion | None:
+    """What the author works on: the draft, else the published version."""
+    return exercise.draft_version or exercise.current_version
+
+
+def draft_get(*, exercise: Exercise) -> Draft:
+    version = draft_of(exercise)
+    if version is None:
+        raise NotFound(f"Exercise {exercise.slug!r} has no content yet.")
+    return Draft(version=version, problem=package_problem(dict(version.files), exercise.slug))
+
+
+def draft_validate(*, exercise: Exercise, user: AnyUser) -> ExerciseJob:
+    """A background validation job of the draft (or of the published version)."""
+    version = draft_of(exercise)
+    if version is None:
+        raise NotFound(f"Exercise {exercise.slug!r} has no content yet.")
+    return exercise_job_create(
+        exercise=exercise, kind=ExerciseJob.Kind.VALIDATE, user=user, version=version
+    )
+
+
+def validation_latest(*, version: ExerciseVersion) -> ExerciseJob | None:
+    return (
+        ExerciseJob.objects.filter(version=version, kind=ExerciseJob.Kind.VALIDATE)
+        .order_by("-id")
+        .first()
+    )
+
+
+def exercise_publish(*, exercise: Exercise) -> ExerciseVersion:
+    """The draft becomes the next version, current for learners. Refused (409) unless the
+    latest validation of exactly this content is done and passed."""
+    version = draft_of(exercise)
+    if version is None:
+        raise NotFound(f"Exercise {exercise.slug!r} has no content yet.")
+    _require_passed_validation(version)
+    package = spec.Package.from_files(dict(version.files))
+    with transaction.atomic():
+        version = version_publish(version=version)
+        manifest = package.manifest
+        Exercise.objects.filter(pk=exercise.pk).update(
+            current_version=version,
+            draft_version=None,
+            is_published=True,
+            title=manifest.title,
+            kind=manifest.kind,
+            points=manifest.points,
+            device=manifest.device,
+        )
+    exercise.refresh_from_db()
+    return version
+
+
+def _require_passed_validation(version: ExerciseVersion) -> None:
+    problem = package_problem(dict(version.files), version.exercise.slug)
+    if problem:
+        raise Conflict(f"The package is invalid: {problem}")
+    job = validation_latest(version=version)
+    if job is None:
+        raise Conflict("Validate this content before publishing it.")
+    if job.pending:
+        raise Conflict("Its validation is still running; publish once it has passed.")
+    outcome = job.outcome or {}
+    if job.status != ExerciseJob.Status.DONE or not outcome.get("ok"):
+        problems = outcome.get("problems", 1) if job.status == ExerciseJob.Status.DONE else 1
+        raise Conflict(f"Its validation failed ({problems} not as declared): fix and validate.")
+
+
+def exercise_unpublish(*, exercise: Exercise) -> None:
+    """Hides the exercise from learners; its versions and submissions stay."""
+    Exercise.objects.filter(pk=exercise.pk).update(is_published=False)
+    exercise.is_published = False
+
+
+def exercise_schedule_set(
+    *,
+    exercise: Exercise,
+    release_at: datetime | None,
+    due_at: datetime | None,
+    late_counts: bool,
+) -> None:
+    """When learners see the exercise, when it is due, and whether late work counts."""
+    if release_at and due_at and due_at <= release_at:
+        raise InvalidInput({"due_at": ["The due date must come after the release date."]})
+    Exercise.objects.filter(pk=exercise.pk).update(
+        release_at=release_at, due_at=due_at, late_counts=late_counts
+    )
+    exercise.release_at, exercise.due_at, exercise.late_counts = release_at, due_at, late_counts
+
+
+# -- archives and versions ---------------------------------------------------------------
+
+
+def module_archive_upload(*, module: Module, data: bytes, name: str, user: AnyUser) -> list[Draft]:
+    """Every package of an uploaded archive becomes a draft of its exercise in `module`
+    (created if new); a module.toml, if any, orders them. Nothing is published."""
+    tree = archive.tree_of(archive.read_archive(data, name=name), name=name)
+    with transaction.atomic():
+        drafts = [
+            exercise_import(module=module, slug=slug, files=dict(files), user=user)
+            for slug, files in tree.packages.items()
+        ]
+        if tree.module is not None:
+            for order, slug in enumerate(tree.module.exercises):
+                Exercise.objects.filter(module=module, slug=slug).update(order=order)
+    return drafts
+
+
+def draft_export(*, exercise: Exercise, kind: str) -> bytes:
+    """The draft (else the published version) as `<slug>/...` in an archive."""
+    version = draft_of(exercise)
+    if version is None:
+        raise NotFound(f"Exercise {exercise.slug!r} has no content yet.")
+    return archive.write_archive(archive.package_files({exercise.slug: version.files}), kind)
+
+
+def version_get(*, exercise: Exercise, label: str) -> ExerciseVersion:
+    """ "draft", "current" or a version number."""
+    if label == "draft":
+        version = draft_of(exercise)
+    elif label == "current":
+        version = exercise.current_version
+    elif label.isdigit():
+        version = exercise.versions.filter(number=int(label)).first()
+    else:
+        version = None
+    if version is None:
+        raise NotFound(f"No version {label!r} of {exercise.slug!r}.")
+    return version
+
+
+def versions_diff(old: ExerciseVersion, new: ExerciseVersion) -> list[FileDiff]:
+    """File by file, what changed from `old` to `new` (unified diffs, 3 lines of context)."""
+    diffs = []
+    for path in sorted(set(old.files) | set(new.files)):
+        before, after = old.files.get(path), new.files.get(path)
+        if before == after:
+            continue
+        status = "added" if before is None else "removed" if after is None else "changed"
+        text = "".join(
+            difflib.unified_diff(
+                (before or "").splitlines(keepends=True),
+                (after or "").splitlines(keepends=True),
+                fromfile=f"{old.label}/{path}",
+                tofile=f"{new.label}/{path}",
+            )
+        )
+        diffs.append(FileDiff(path=path, status=status, diff=text))
+    return diffs

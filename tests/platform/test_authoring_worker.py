@@ -1,0 +1,77 @@
+"""Authoring against a REAL Celery worker and sandbox: a draft's validation runs as a
+background job, publishing waits for it to pass, and a preview of a draft is graded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from gradlab_fixtures import MODULE_SLUG, wait_for
+
+pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
+
+VALIDATION_TIMEOUT_S = 600.0
+
+
+def _finished(job_id: int) -> Any:
+    from courses.models import ExerciseJob
+
+    job = ExerciseJob.objects.get(pk=job_id)
+    return job if job.status in ("done", "failed") else None
+
+
+def _exercise() -> Any:
+    from courses.models import Exercise
+
+    return Exercise.objects.get(slug="cube-gradient")
+
+
+def test_a_new_draft_validates_in_the_background_and_then_publishes(
+    start_worker: Any, bob_instructor: Any
+) -> None:
+    from courses.authoring import draft_validate, exercise_create, exercise_publish
+    from courses.models import Module
+
+    start_worker()
+    exercise_create(
+        module=Module.objects.get(slug=MODULE_SLUG), slug="cube-gradient", user=bob_instructor
+    )
+    created = draft_validate(exercise=_exercise(), user=bob_instructor)
+
+    job = wait_for(lambda: _finished(created.pk), timeout=VALIDATION_TIMEOUT_S, what="validation")
+    version = exercise_publish(exercise=_exercise())
+
+    assert job.status == "done" and job.outcome["ok"] is True, job.outcome
+    assert [row["name"] for row in job.outcome["rows"]][:3] == [
+        "reference: solution.py", "starter: starter.py", "wrong: wrong/forgot-requires-grad.py",
+    ]  # fmt: skip
+    assert version.number == 1 and _exercise().current_version_id == version.pk
+
+
+def test_a_wrong_solution_with_the_wrong_diagnosis_fails_validation_and_blocks_publishing(
+    start_worker: Any, bob_instructor: Any
+) -> None:
+    from common.errors import Conflict
+    from courses.authoring import draft_save, draft_validate, exercise_create, exercise_publish
+    from courses.models import Module
+
+    start_worker()
+    draft = exercise_create(
+        module=Module.objects.get(slug=MODULE_SLUG), slug="cube-gradient", user=bob_instructor
+    )
+    files = dict(draft.version.files)
+    files["exercise.toml"] = files["exercise.toml"].replace(
+        'diagnosis = "graph-broken"', 'diagnosis = "sign-error"'
+    )
+    assert draft_save(exercise=_exercise(), files=files, user=bob_instructor).problem == ""
+    created = draft_validate(exercise=_exercise(), user=bob_instructor)
+
+    job = wait_for(lambda: _finished(created.pk), timeout=VALIDATION_TIMEOUT_S, what="validation")
+
+    assert job.status == "done" and job.outcome["ok"] is False
+    failing = [row for row in job.outcome["rows"] if not row["ok"]]
+    assert [row["name"] for row in failing] == ["wrong: wrong/forgot-requires-grad.py"]
+    assert "fails with sign-error" in failing[0]["expected"]
+    with pytest.raises(Conflict, match="validation failed"):
+        exercise_publish(exercise=_exercise())
+    assert _exercise().current_version is None
