@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.pagination import Pagination
+from api.pagination import Pagination, paginated
 from api.serializers import (
     ExerciseDetailOutput,
     ExerciseOutput,
@@ -27,6 +27,7 @@ ERROR_RESPONSES = {
     400: OpenApiResponse(description='Bad input, per field: {"code": ["..."]}'),
     401: OpenApiResponse(description="Not authenticated"),
 }
+PAGE_ERRORS = {404: OpenApiResponse(description="No such page")}
 
 
 class ExerciseListApi(APIView):
@@ -51,7 +52,8 @@ class SubmissionListCreateApi(APIView):
             OpenApiParameter("page", OpenApiTypes.INT),
             OpenApiParameter("page_size", OpenApiTypes.INT),
         ],
-        responses={200: SubmissionOutput(many=True), **ERROR_RESPONSES},
+        operation_id="submissions_list",
+        responses={200: paginated(SubmissionOutput), **ERROR_RESPONSES, **PAGE_ERRORS},
     )
     def get(self, request: Request) -> Response:
         slug = request.query_params.get("exercise")

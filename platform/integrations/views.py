@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.pagination import Pagination
+from api.pagination import Pagination, paginated
 from api.serializers import SubmissionOutput
 from common.errors import NotFound
 from courses.models import Module
@@ -34,6 +34,7 @@ from integrations.serializers import (
 from submissions.selectors import submission_list_for_module
 
 ERRORS = {
+    400: OpenApiResponse(description="Bad input, per field; or a NUL in the query string"),
     401: OpenApiResponse(description="Not authenticated, or a wrong token"),
     403: OpenApiResponse(description="A course token of another course or without the scope"),
     404: OpenApiResponse(description="No such course, or you do not teach it"),
@@ -75,7 +76,7 @@ class CourseTokenListApi(CourseView):
 
     @extend_schema(
         request=CourseTokenCreateInput,
-        responses={201: CourseTokenCreatedOutput, 400: OpenApiResponse(), **ERRORS},
+        responses={201: CourseTokenCreatedOutput, **ERRORS},
     )
     def post(self, request: Request, module: str) -> Response:
         payload = CourseTokenCreateInput(data=request.data)
@@ -106,7 +107,7 @@ class CourseSubmissionListApi(CourseView):
             OpenApiParameter("page", OpenApiTypes.INT),
             OpenApiParameter("page_size", OpenApiTypes.INT),
         ],
-        responses={200: SubmissionOutput(many=True), **ERRORS},
+        responses={200: paginated(SubmissionOutput), **ERRORS},
     )
     def get(self, request: Request, module: str) -> Response:
         course = module_get(module)
@@ -139,7 +140,7 @@ class WebhookListApi(CourseView):
 
     @extend_schema(
         request=WebhookCreateInput,
-        responses={201: WebhookSecretOutput, 400: OpenApiResponse(), **ERRORS},
+        responses={201: WebhookSecretOutput, **ERRORS},
     )
     def post(self, request: Request, module: str) -> Response:
         payload = WebhookCreateInput(data=request.data)
@@ -160,7 +161,10 @@ class WebhookDetailApi(CourseView):
         endpoint = _endpoint(request, module, pk)
         return Response(WebhookSecretOutput(endpoint).data, headers={"Cache-Control": "no-store"})
 
-    @extend_schema(request=WebhookUpdateInput, responses={200: WebhookOutput, **ERRORS})
+    @extend_schema(
+        request=WebhookUpdateInput,
+        responses={200: WebhookOutput, **ERRORS},
+    )
     def patch(self, request: Request, module: str, pk: int) -> Response:
         payload = WebhookUpdateInput(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -183,7 +187,7 @@ class WebhookDeliveryListApi(CourseView):
             OpenApiParameter("page", OpenApiTypes.INT),
             OpenApiParameter("page_size", OpenApiTypes.INT),
         ],
-        responses={200: WebhookDeliveryOutput(many=True), **ERRORS},
+        responses={200: paginated(WebhookDeliveryOutput), **ERRORS},
     )
     def get(self, request: Request, module: str, pk: int) -> Response:
         found = webhooks.deliveries_of(endpoint=_endpoint(request, module, pk))

@@ -1,0 +1,83 @@
+"""The OpenAPI schema (/api/v1/schema/) fuzzed with schemathesis against a live server,
+as a signed-in learner and as the module's instructor (whose requests name the real
+module, so the course endpoints answer more than 404): for every operation, generated
+requests never get a 500, and every response (status, content type, body) is one the
+schema declares. Bounded: MAX_EXAMPLES requests per operation and persona, derandomized
+(the same cases each run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+from gradlab_fixtures import MODULE_SLUG
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.config import SchemathesisConfig
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MAX_EXAMPLES = 10
+# The coverage phase (boundary and invalid values of every parameter, unexpected methods)
+# costs extra time: the learner gets it, the instructor random cases only (< 60 s in all).
+WITH_COVERAGE = SchemathesisConfig.from_dict({})
+WITHOUT_COVERAGE = SchemathesisConfig.from_dict({"phases": {"coverage": {"enabled": False}}})
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
+          response_schema_conformance]  # fmt: skip
+
+
+def _schema(url: str, config: SchemathesisConfig) -> Any:
+    return schemathesis.openapi.from_url(f"{url}/api/v1/schema/", config=config)
+
+
+@pytest.fixture
+def learner_api_schema(live_server: Any, worker_queue: str) -> Any:
+    """The schema as the live server serves it (no worker consumes `worker_queue`)."""
+    return _schema(live_server.url, WITH_COVERAGE)
+
+
+@pytest.fixture
+def instructor_api_schema(live_server: Any, worker_queue: str) -> Any:
+    return _schema(live_server.url, WITHOUT_COVERAGE)
+
+
+def _token(user: Any, settings: Any) -> str:
+    from accounts.services import token_issue
+
+    settings.GRADLAB_RATE_LIMIT_COUNT = 3  # the fuzzer also meets the 429 of the rate limit
+    return str(token_issue(user=user))
+
+
+learner_schema = schemathesis.pytest.from_fixture("learner_api_schema")
+instructor_schema = schemathesis.pytest.from_fixture("instructor_api_schema")
+FUZZ = hypothesis_settings(
+    max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
+    suppress_health_check=list(HealthCheck),
+)  # fmt: skip
+
+
+@learner_schema.parametrize()
+@FUZZ
+def test_a_learners_generated_requests_get_declared_answers_and_never_a_500(
+    case: Any, alice_learner: Any, settings: Any
+) -> None:
+    response = case.call(headers={"Authorization": f"Token {_token(alice_learner, settings)}"})
+    case.validate_response(response, checks=CHECKS)
+
+
+@instructor_schema.parametrize()
+@FUZZ
+def test_an_instructors_generated_requests_get_declared_answers_and_never_a_500(
+    case: Any, bob_instructor: Any, settings: Any
+) -> None:
+    if "module" in (case.path_parameters or {}):
+        case.path_parameters["module"] = MODULE_SLUG  # the course endpoints, past their 404
+    response = case.call(headers={"Authorization": f"Token {_token(bob_instructor, settings)}"})
+    case.validate_response(response, checks=CHECKS)
