@@ -65,6 +65,7 @@ class TensorValue:
     grad: TensorValue | None = None
     truncated: bool = False
     kind: str = "tensor"
+    retains_grad: bool = False  # a non-leaf whose .grad autograd keeps (retain_grad())
 
     @property
     def numel(self) -> int:
@@ -479,6 +480,7 @@ def _tensor(obj: Mapping[str, Any], where: str, depth: int) -> TensorValue:
         grad_fn=None if grad_fn is None else _str(grad_fn, f"{where}.grad_fn"),
         grad=grad_value,
         truncated=len(data) < full_length(math.prod(shape), dtype),
+        retains_grad=_bool(obj.get("retains_grad", False), f"{where}.retains_grad"),
     )
 
 

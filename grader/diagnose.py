@@ -178,6 +178,37 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "torch.device('cuda' if torch.cuda.is_available() else 'cpu'), with .to(device).",
     ),
     Diagnosis(
+        "not-an-autograd-function",
+        "Not a custom autograd Function",
+        "Subclass torch.autograd.Function with static forward(ctx, ...) and backward(ctx, "
+        "grad_output), and call it through .apply: a plain class or function gets autograd's "
+        "own gradient, not yours.",
+    ),
+    Diagnosis(
+        "autograd-in-backward",
+        "Autograd used inside backward",
+        "backward must compute the derivative itself from what forward saved: no "
+        "torch.autograd.grad, no .backward(), no graph built or kept for it.",
+    ),
+    Diagnosis(
+        "used-autograd",
+        "Autograd used where the exercise forbids it",
+        "Compute the gradients yourself, as the exercise asks (NumPy only): no tensors that "
+        "require grad, no backward() or torch.autograd.grad.",
+    ),
+    Diagnosis(
+        "batch-too-large",
+        "More samples in one forward pass than allowed",
+        "Call the model on micro-batches of at most micro_batch_size samples and let "
+        "backward() accumulate their gradients: never on the whole batch at once.",
+    ),
+    Diagnosis(
+        "layers-bypassed",
+        "The model's layers were bypassed",
+        "Compute the predictions by calling the model itself (model(x_micro)) on every "
+        "micro-batch, not its weights by hand.",
+    ),
+    Diagnosis(
         "crashed",
         "Your code raised an error",
         "Your code stopped with an exception: read the error message and the line it names.",

@@ -92,13 +92,31 @@ def describe(check: CheckSpec, *, function: bool = False) -> str:
     return text
 
 
+def _or_module(check: CheckSpec) -> str:
+    """(or `model.weight`)" where a module's parameter may stand in for the target."""
+    param = getattr(check.options, "module_param", None)
+    return f" (or `{param}`)" if param else ""
+
+
 def _value(check: CheckSpec) -> str:
     target = _code(check.target)
-    return f"{target} equals the reference's {target}{_tolerance(check.options)}"
+    return f"{target}{_or_module(check)} equals the reference's {target}{_tolerance(check.options)}"
 
 
 def _grad(check: CheckSpec) -> str:
-    return f"the `.grad` of {_code(check.target)} equals the reference's{_tolerance(check.options)}"
+    return (
+        f"the `.grad` of {_code(check.target)}{_or_module(check)} equals the reference's"
+        f"{_tolerance(check.options)}"
+    )
+
+
+def _no_autograd(check: CheckSpec) -> str:
+    if getattr(check.options, "during", "call") == "backward":
+        return "no autograd while your backward runs: no `backward()`, no `torch.autograd.grad`"
+    return (
+        "no autograd while your function runs: no tensors that require grad, no "
+        "`backward()`, no `torch.autograd.grad`"
+    )
 
 
 def _graph(check: CheckSpec) -> str:
@@ -184,5 +202,18 @@ DESCRIPTIONS: dict[str, Callable[[CheckSpec], str]] = {
     "no_error": lambda check: "your code runs to the end without an uncaught exception",
     "device": lambda check: (
         f"{_code(check.target)} is on the worker's device (a GPU when the worker has one)"
+    ),
+    "autograd_function": lambda check: (
+        "your entry subclasses `torch.autograd.Function`, its own backward makes the "
+        "gradient, and that backward computes it without autograd"
+    ),
+    "no_autograd": _no_autograd,
+    "max_batch": lambda check: (
+        "the model's layers never see more samples in one call than the micro-batch size, "
+        "and each sees every sample"
+    ),
+    "retains_grad": lambda check: (
+        f"{_code(check.target)} keeps its gradient through `{check.target}.retain_grad()` "
+        "called before `backward()`: the backward pass fills its `.grad`"
     ),
 }

@@ -54,6 +54,7 @@ def _case(visible, x, v):
             },
         ],
         "observe": {"output": ["detach", "output"], "x": "x", "gradcheck": "gradcheck"},
+        "watch": ["function", "autograd"],  # a Function of its own, no autograd in backward
     }
 
 

@@ -69,6 +69,7 @@ def _case(sizes, activation, loss, n, micro_batch_size, dtype, generator, visibl
         ],
         "call": {"args": ["model", "loss_fn", "X", "y", "micro_batch_size"]},
         "observe": {"model": "model"},
+        "watch": ["batch"],  # the samples each layer of the model sees per call
     }
 
 

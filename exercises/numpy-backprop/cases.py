@@ -45,6 +45,7 @@ def _spec(visible, arrays):
         "inputs": arrays,
         "call": {"args": [*KEYS, "x", "y_true"]},
         "observe": {key: ["item", "result", key] for key in KEYS},
+        "watch": ["autograd"],  # NumPy only: no autograd while manual_backward runs
     }
 
 

@@ -106,6 +106,16 @@ def listed_names(value: Any, context: OptionContext) -> tuple[str, ...]:
     return tuple(value)
 
 
+def module_param(value: Any, context: OptionContext) -> str:
+    """`"model.weight"`: a parameter of a module held by a name listed in names."""
+    if not isinstance(value, str) or value.count(".") < 1:
+        raise _Invalid('must be "<name>.<parameter>", e.g. "model.weight"')
+    name, param = value.split(".", 1)
+    if name not in context.names or not param or any(not p for p in param.split(".")):
+        raise _Invalid(f"{value!r}: {name!r} must be listed in names, then a parameter name")
+    return value
+
+
 def known_diagnosis(value: Any, context: OptionContext) -> str:
     if not isinstance(value, str) or value not in context.diagnoses:
         raise _Invalid(

@@ -31,6 +31,13 @@ from grader.checks.runs import (
     check_raises,
     check_stdout,
 )
+from grader.checks.skills import (
+    NoAutogradOptions,
+    check_autograd_function,
+    check_max_batch,
+    check_no_autograd,
+    check_retains_grad,
+)
 from grader.checks.values import (
     GraphOptions,
     ValueOptions,
@@ -71,6 +78,10 @@ REGISTRY: Mapping[str, CheckType] = MappingProxyType(
         "gradcheck": CheckType(check_gradcheck, CheckOptions, needs_target=True),
         "no_error": CheckType(check_no_error, CheckOptions, needs_target=False),
         "device": CheckType(check_device, CheckOptions, needs_target=True),
+        "autograd_function": CheckType(check_autograd_function, CheckOptions, False),
+        "no_autograd": CheckType(check_no_autograd, NoAutogradOptions, needs_target=False),
+        "max_batch": CheckType(check_max_batch, CheckOptions, needs_target=False),
+        "retains_grad": CheckType(check_retains_grad, CheckOptions, needs_target=True),
     }
 )
 

@@ -21,6 +21,7 @@ from grader.checks.compare import Tolerance, compare_tensors, compare_values, no
 from grader.checks.formatting import Missing, kind_name, show
 from grader.checks.options import (
     CheckOptions,
+    module_param,
     one_of,
     one_or_more_of,
     option,
@@ -39,13 +40,16 @@ GRAPH_FACTS = ("requires_grad", "is_leaf", "grad_fn")
 @dataclass(frozen=True)
 class ValueOptions(CheckOptions):
     """`value` and `grad`: tolerances (None: the dtype's default), `device = "any"` to
-    accept any device, and `variants` ({diagnosis = "_observation"}) that name the
-    mistake whose value the learner's equals."""
+    accept any device, `variants` ({diagnosis = "_observation"}) that name the mistake
+    whose value the learner's equals, and `module_param` ("model.weight"): where the
+    learner's run holds no tensor under the target's name, the check reads that
+    parameter of the module held by the named variable instead (script exercises)."""
 
     rtol: float | None = option(None, tolerance)
     atol: float | None = option(None, tolerance)
     device: str | None = option(None, one_of("any"))
     variants: tuple[tuple[str, str], ...] = option((), variants)
+    module_param: str | None = option(None, module_param)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -59,13 +63,26 @@ class GraphOptions(CheckOptions):
     facts: tuple[str, ...] = option(GRAPH_FACTS, one_or_more_of(*GRAPH_FACTS))
 
 
+def learner_value(trial: Trial, target: str, options: ValueOptions) -> Value | Missing:
+    """The learner's value of `target`, or, where it holds no tensor, the parameter that
+    `module_param` names ("model.weight": the `weight` of the module held by `model`)."""
+    got = trial.got(target)
+    if options.module_param is None or isinstance(got, TensorValue):
+        return got
+    holder, param = options.module_param.split(".", 1)
+    module = trial.got(holder)
+    if isinstance(module, ModuleValue) and param in module.params:
+        return module.params[param]
+    return got
+
+
 def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
     target = spec.target or ""
     options = options_of(spec.options, ValueOptions)
     tolerance = options.tolerance
 
     def one(trial: Trial) -> Outcome:
-        got, want = trial.got(target), trial.want(target)
+        got, want = learner_value(trial, target, options), trial.want(target)
         if isinstance(got, Missing):
             return failed(f"{target} is not defined", "missing-name")
         diff = compare_values(got, want, tolerance)
@@ -163,7 +180,7 @@ def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome
     tolerance = options.tolerance
 
     def one(trial: Trial) -> Outcome:
-        got, want = trial.got(target), trial.want(target)
+        got, want = learner_value(trial, target, options), trial.want(target)
         diff = _grads_difference(got, want, target, tolerance, trial)
         if diff is None:
             if diagnose.grad_written_by_hand(trial, _has_grads(want)):

@@ -15,11 +15,28 @@ literal {"lit": value} or a list of operands. Every op is a fixed torch/numpy op
 listed in OPS: no exercise code runs here, so nothing in the learner's sandbox computes
 an answer. The harness's own autograd calls (the "backward" and "gradcheck" ops) go
 through the functions saved before the learner's code and are not recorded.
+
+A case may also ask the case runner to watch the learner's code ("watch": a list of
+"function", "autograd", "batch"; FORMAT.md section 1): the runner's own observations,
+stored under the observation key "@watch" (no case's `observe` may use a key starting
+with "@"), made by hooks this module installs before the entry is called:
+
+- "function": is the entry a `torch.autograd.Function` subclass whose own backward node
+  made the result (`grad_fn._forward_cls is entry`), and does that node keep a graph of
+  its own (a tensor with a grad_fn among its attributes)?
+- "autograd": per phase ("call": the entry's call; "backward": the case's backward steps)
+  the learner's autograd API calls (recorded or not), the tensors autograd saved for a
+  graph being built (a saved-tensors pack hook), and saved-tensor hooks pushed by anyone
+  else (which would hide that graph from ours).
+- "batch": forward pre-hooks on every layer with parameters of each model the case built
+  (`sequential`): the most samples one call of a layer saw, the fewest samples any layer
+  saw in all, and whether every hook was still registered at the end.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -55,7 +72,147 @@ class CaseError(Exception):
 
 # Saved before any learner code runs: the harness's own autograd calls use these.
 _BACKWARD = torch.Tensor.backward
+_AUTOGRAD_BACKWARD = torch.autograd.backward
 _GRADCHECK = torch.autograd.gradcheck
+_FUNCTION = torch.autograd.Function
+_BACKWARD_NODE = torch.autograd.function.BackwardCFunction
+_SAVED_HOOKS = torch.autograd.graph.saved_tensors_hooks
+_PUSH_HOOKS = torch._C._autograd._push_saved_tensors_default_hooks
+WATCH_KEY = "@watch"
+WATCHES = ("function", "autograd", "batch")
+PHASES = ("call", "backward")
+MAX_CTX_ITEMS = 100
+_pushes = [0]  # saved-tensor hooks pushed by code other than the watch (install_watchers)
+
+
+def install_watchers() -> None:
+    """Counts every push of saved-tensor hooks (the runner calls this before any learner
+    code): hooks pushed on top of the watch's would hide the graph it looks for."""
+
+    def push(pack: Any, unpack: Any) -> Any:
+        _pushes[0] += 1
+        return _PUSH_HOOKS(pack, unpack)
+
+    torch._C._autograd._push_saved_tensors_default_hooks = push
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class Watch:
+    """The case runner's own observations of the learner's code (the module docstring).
+    `autograd_calls()` counts the learner's autograd API calls so far (the recorder)."""
+
+    def __init__(self, kinds: Any, autograd_calls: Callable[[], int]) -> None:
+        if not isinstance(kinds, list) or any(kind not in WATCHES for kind in kinds):
+            raise CaseError(f"watch must be a list drawn from {list(WATCHES)}")
+        self.kinds = frozenset(kinds)
+        self.autograd_calls = autograd_calls
+        self.phases = {phase: {"autograd_calls": 0, "graph_ops": 0, "hooks_pushed": 0}
+                       for phase in PHASES}  # fmt: skip
+        self.function: dict[str, bool] = {}
+        self.layers: list[tuple[nn.Module, Any, dict[str, int]]] = []
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if "autograd" not in self.kinds:
+            yield
+            return
+        counts = self.phases[name]
+
+        def pack(tensor: Any) -> Any:
+            counts["graph_ops"] += 1
+            return tensor
+
+        calls, pushes = self.autograd_calls(), _pushes[0]
+        try:
+            with _SAVED_HOOKS(pack, _same):
+                pushes = _pushes[0]  # our own push is not counted
+                yield
+        finally:
+            counts["autograd_calls"] += max(self.autograd_calls() - calls, 0)
+            counts["hooks_pushed"] += max(_pushes[0] - pushes, 0)
+
+    # -- "batch" ----------------------------------------------------------------------
+
+    def attach(self, model: Any) -> None:
+        """Forward pre-hooks on every layer of `model` that holds parameters."""
+        if "batch" not in self.kinds or not isinstance(model, nn.Module):
+            return
+        for module in model.modules():
+            if not any(True for _ in module.parameters(recurse=False)):
+                continue
+            stats = {"largest": 0, "samples": 0}
+
+            def hook(_: Any, args: Any, stats: dict[str, int] = stats) -> None:
+                first = args[0] if isinstance(args, tuple) and args else None
+                rows = _rows(first)
+                stats["largest"] = max(stats["largest"], rows)
+                stats["samples"] += rows
+
+            self.layers.append((module, module.register_forward_pre_hook(hook), stats))
+
+    def batch(self) -> dict[str, Any]:
+        intact = all(handle.id in module._forward_pre_hooks for module, handle, _ in self.layers)
+        stats = [s for _, _, s in self.layers]
+        return {
+            "largest": max((s["largest"] for s in stats), default=0),
+            "samples": min((s["samples"] for s in stats), default=0),
+            "hooks_intact": intact,
+        }
+
+    # -- "function" -------------------------------------------------------------------
+
+    def called(self, entry: Any, method: Any, result: Any) -> None:
+        """After the entry's call: what made its result (the "function" watch)."""
+        if "function" not in self.kinds:
+            return
+        subclass = isinstance(entry, type) and issubclass(entry, _FUNCTION)
+        node = result.grad_fn if isinstance(result, torch.Tensor) else None
+        own = (
+            subclass
+            and method == "apply"
+            and isinstance(node, _BACKWARD_NODE)
+            and getattr(node, "_forward_cls", None) is entry
+        )
+        self.function = {
+            "subclass": bool(subclass),
+            "own_node": bool(own),
+            "graph_kept": bool(own) and _keeps_graph(node),
+        }
+
+    def observation(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        if "function" in self.kinds:
+            found["function"] = dict(self.function)
+        if "autograd" in self.kinds:
+            found["autograd"] = {phase: dict(counts) for phase, counts in self.phases.items()}
+        if "batch" in self.kinds:
+            found["batch"] = self.batch()
+        return found
+
+
+def _rows(value: Any) -> int:
+    """Samples in one layer input: every index but the last (a 1-D input is one sample)."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return 0
+    if value.dim() == 1:
+        return 1
+    return int(value.numel() // max(value.shape[-1], 1)) if value.shape[-1] else 0
+
+
+def _keeps_graph(node: Any) -> bool:
+    """Does a custom Function's node (its ctx) hold a tensor with a graph of its own?"""
+    try:
+        kept = list(vars(node).values())
+    except TypeError:
+        return False
+    for item in kept[:MAX_CTX_ITEMS]:
+        items = list(item)[:MAX_CTX_ITEMS] if isinstance(item, list | tuple) else [item]
+        if any(isinstance(t, torch.Tensor) and t.grad_fn is not None for t in items):
+            return True
+    return False
 
 
 def _tensor(value: Any) -> torch.Tensor:
@@ -127,8 +284,9 @@ OPS: dict[str, Callable[..., Any]] = {
 class Env:
     """Named values of one case, plus the harness operations on them."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, values: Mapping[str, Any], watch: Watch | None = None) -> None:
         self.values: dict[str, Any] = dict(values)
+        self.watch = watch if watch is not None else Watch([], lambda: 0)
 
     def operand(self, raw: Any) -> Any:
         if isinstance(raw, str):
@@ -156,7 +314,8 @@ class Env:
             return
         if op == "backward":
             output, gradient = (self.operand(a) for a in step["args"])
-            _BACKWARD(_tensor(output), gradient)
+            with self.watch.phase("backward"):
+                _AUTOGRAD_BACKWARD(_tensor(output), gradient)
             return
         if op == "gradcheck":
             self.values[step["set"]] = gradcheck(entry, self.operand(step["args"][0]), step)
@@ -169,6 +328,8 @@ class Env:
                 value = OPS[op](*args)
         else:
             value = OPS[op](*args)
+        if op == "sequential":
+            self.watch.attach(value)
         self.values[step["set"]] = value
 
     def function(self, step: Mapping[str, Any]) -> Callable[[Any], Any]:
@@ -177,7 +338,7 @@ class Env:
         outer = self.values
 
         def f(t: Any) -> Any:
-            inner = Env({**outer, param: t})
+            inner = Env({**outer, param: t}, self.watch)
             inner.run(body)
             return inner.values[returns]
 
@@ -220,12 +381,14 @@ def gradcheck(entry: Any, point: Any, step: Mapping[str, Any]) -> dict[str, Any]
     return {"ok": bool(ok), "message": ""}
 
 
-def prepare(case: Mapping[str, Any]) -> Env:
-    """The case's inputs (copied) and built values: also what `variants` receives."""
+def prepare(case: Mapping[str, Any], autograd_calls: Callable[[], int] | None = None) -> Env:
+    """The case's inputs (copied) and built values: also what `variants` receives.
+    `autograd_calls` counts the learner's autograd API calls (the "autograd" watch)."""
     inputs = case.get("inputs", {})
     if not isinstance(inputs, dict):
         raise CaseError("inputs must be a dict")
-    env = Env({name: _copy(value) for name, value in inputs.items()})
+    watch = Watch(case.get("watch", []), autograd_calls or (lambda: 0))
+    env = Env({name: _copy(value) for name, value in inputs.items()}, watch)
     env.run(case.get("build", []))
     return env
 
@@ -233,9 +396,13 @@ def prepare(case: Mapping[str, Any]) -> Env:
 def call_entry(env: Env, case: Mapping[str, Any], entry: Any) -> None:
     """Calls the learner's entry on the case's arguments (exceptions propagate)."""
     call = case.get("call", {})
-    target = getattr(entry, call["method"]) if call.get("method") else entry
+    method = call.get("method")
+    target = getattr(entry, method) if method else entry
     args = [env.operand(name) for name in call.get("args", [])]
-    env.values[call.get("store", "result")] = target(*args)
+    with env.watch.phase("call"):
+        result = target(*args)
+    env.values[call.get("store", "result")] = result
+    env.watch.called(entry, method, result)
 
 
 def finish(env: Env, case: Mapping[str, Any], entry: Any) -> None:
@@ -244,7 +411,11 @@ def finish(env: Env, case: Mapping[str, Any], entry: Any) -> None:
 
 
 def observations(env: Env, case: Mapping[str, Any]) -> dict[str, Any]:
+    """What the case's `observe` names, plus the runner's own "@watch" when it watches."""
     observe = case.get("observe", {})
-    if not isinstance(observe, dict):
-        raise CaseError("observe must be a dict")
-    return {str(key): env.observe(expression) for key, expression in observe.items()}
+    if not isinstance(observe, dict) or any(str(key).startswith("@") for key in observe):
+        raise CaseError("observe must be a dict whose keys do not start with @")
+    found = {str(key): env.observe(expression) for key, expression in observe.items()}
+    if env.watch.kinds:
+        found[WATCH_KEY] = env.watch.observation()
+    return found

@@ -38,6 +38,7 @@ class Recorder:
         self.lookup: Callable[[], dict[str, Any]] = dict
         self.on_tamper: Callable[[str, str], None] = lambda kind, detail: None
         self._depth = 0
+        self.api_calls = 0  # every call of a wrapped function, recorded or not
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -72,6 +73,7 @@ class Recorder:
         recorder = self
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            recorder.api_calls += 1
             if recorder._depth > 0:
                 return original(*args, **kwargs)
             bound: Mapping[str, Any]

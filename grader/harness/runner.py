@@ -164,6 +164,7 @@ class Runner:
         confine.dumpable()
         confine.install(os.getppid(), channel.CHILD_FD)
         self.recorder.install()
+        casework.install_watchers()
         modules = [casework, channel, confine, guard, instrument, values, sys.modules[__name__]]
         spaces = guard.watched_namespaces(modules)
         files = {m.__file__ for m in modules if m.__file__}
@@ -316,7 +317,7 @@ class Runner:
             exception = describe_exception(NameError(f"name {name!r} is not defined"))
         else:
             try:
-                env = casework.prepare(case)
+                env = casework.prepare(case, lambda: self.recorder.api_calls)
                 with self.watching():
                     casework.call_entry(env, case, entry)
                     with self.recorder.paused():

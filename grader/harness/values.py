@@ -85,6 +85,7 @@ def encode_tensor(tensor: torch.Tensor, max_elements: int) -> dict[str, Any]:
         is_leaf=bool(tensor.is_leaf),
         grad_fn=type(grad_fn).__name__ if grad_fn is not None else None,
         grad=grad_of(tensor, max_elements),
+        retains_grad=bool(tensor.retains_grad),
     )
     return encoded
 
