@@ -222,7 +222,11 @@ class ModuleArchiveApi(APIView):
 
     @extend_schema(
         parameters=[FORMAT_PARAMETER],
-        responses={(200, "application/gzip"): OpenApiTypes.BINARY, **ERRORS},
+        responses={
+            (200, "application/gzip"): OpenApiTypes.BINARY,
+            (200, "application/zip"): OpenApiTypes.BINARY,  # ?type=zip
+            **ERRORS,
+        },
         description="The module's published exercises and module.toml, as exercises/ holds them.",
     )
     def get(self, request: Request, module: str) -> HttpResponse:
@@ -314,7 +318,11 @@ class DraftApi(APIView):
 class DraftArchiveApi(APIView):
     @extend_schema(
         parameters=[FORMAT_PARAMETER],
-        responses={(200, "application/gzip"): OpenApiTypes.BINARY, **ERRORS},
+        responses={
+            (200, "application/gzip"): OpenApiTypes.BINARY,
+            (200, "application/zip"): OpenApiTypes.BINARY,  # ?type=zip
+            **ERRORS,
+        },
         description="The draft (else the published version) as <slug>/... in an archive.",
     )
     def get(self, request: Request, module: str, slug: str) -> HttpResponse:
