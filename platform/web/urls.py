@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from web.views import instructor, learner
+from web.views import authoring, instructor, learner
 
 app_name = "web"
 
@@ -53,5 +53,21 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/regrade/",
         instructor.regrade_exercise,
         name="regrade_exercise",
+    ),
+    path("teach/<slug:module_slug>/author/", authoring.author_module, name="author_module"),
+    path(
+        "teach/<slug:module_slug>/author/archive/",
+        authoring.module_archive,
+        name="author_module_archive",
+    ),
+    *(
+        path(f"teach/<slug:module_slug>/author/<slug:exercise_slug>/{part}", view, name=name)
+        for part, view, name in (
+            ("", authoring.author_exercise, "author_exercise"),
+            ("preview-statement/", authoring.statement_preview, "author_statement_preview"),
+            ("validation/", authoring.validation_status, "author_validation"),
+            ("try/", authoring.try_exercise, "author_try"),
+            ("diff/", authoring.version_diff, "author_diff"),
+        )
     ),
 ]

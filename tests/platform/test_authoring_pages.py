@@ -1,0 +1,259 @@
+"""The authoring pages (web.views.authoring) through Django's test client: the module's
+list, creating an exercise, the manifest form and the TOML view, files, statement preview,
+validation, publishing, try-as-learner, diffs, import and export, dates; who may do what."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from gradlab_fixtures import EXERCISES, MODULE_SLUG, persona
+from platform_helpers import E2E_SLUG
+
+from grader import archive
+from web.manifest_form import apply_form, dumps, form_rows
+
+pytestmark = pytest.mark.django_db
+
+AUTHOR = reverse("web:author_module", args=[MODULE_SLUG])
+
+
+@pytest.fixture(autouse=True)
+def _no_worker(settings: Any) -> None:
+    settings.GRADLAB_QUEUE_CPU = "grading-unconsumed-authoring-pages-test"
+
+
+@pytest.fixture
+def bob(web: Any, bob_instructor: Any) -> Any:
+    return web(bob_instructor)
+
+
+def _editor(slug: str) -> str:
+    return reverse("web:author_exercise", args=[MODULE_SLUG, slug])
+
+
+def _create(bob: Any, slug: str = "cube-gradient") -> Any:
+    return bob.post(AUTHOR, {"action": "create-exercise", "slug": slug, "title": "Cube"})
+
+
+def _form_post(page_html: str, files: dict[str, str], **changes: str) -> dict[str, str]:
+    """What the page's form posts: the manifest's form values and every file's text."""
+    rows = form_rows(files["exercise.toml"])
+    assert rows is not None
+    data = {**rows.fields, "names": rows.names, "action": "save-form"}
+    for key, prefix in (("checks", "check"), ("wrong", "wrong"), ("alternative", "alternative")):
+        items = getattr(rows, key)
+        data[f"{prefix}-count"] = str(len(items))
+        for index, item in enumerate(items):
+            data.update({f"{prefix}-{index}-{f}": v for f, v in item.items()})
+    data.update({f"file:{path}": text for path, text in files.items()})
+    data.update(changes)
+    return data
+
+
+def _draft_files(slug: str) -> dict[str, str]:
+    from courses.authoring import draft_get
+    from courses.models import Exercise
+
+    return dict(draft_get(exercise=Exercise.objects.get(slug=slug)).version.files)
+
+
+# -- the manifest form, without a page ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", sorted(EXERCISES.glob("*/exercise.toml")), ids=lambda p: p.parent.name
+)
+def test_every_course_manifest_survives_the_toml_writer_and_an_unchanged_form(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    raw = tomllib.loads(text)
+    form = _form_post("", {"exercise.toml": text})
+
+    assert tomllib.loads(dumps(raw)) == raw
+    assert tomllib.loads(apply_form(text, form)) == raw
+
+
+def test_the_form_edits_checks_and_keeps_the_options_it_does_not_show() -> None:
+    text = (EXERCISES / "first-gradient" / "exercise.toml").read_text(encoding="utf-8")
+    form = _form_post("", {"exercise.toml": text}, **{
+        "check-0-points": "4", "check-1-delete": "on", "check-new-name": "x is a leaf",
+        "check-new-type": "graph", "check-new-target": "x", "check-new-points": "3",
+    })  # fmt: skip
+
+    raw = tomllib.loads(apply_form(text, form))
+
+    names = [c["name"] for c in raw["checks"]]
+    assert names[-1] == "x is a leaf" and "y is x squared" not in names
+    graph = next(c for c in raw["checks"] if c["type"] == "graph" and c["target"] == "y")
+    assert graph["facts"] == ["requires_grad", "is_leaf", "grad_fn"]
+    assert raw["points"] == sum(c["points"] for c in raw["checks"]) == 4 + 2 + 1 + 1 + 3
+    assert raw["tolerance_note"].startswith("Every value is a float32 scalar")
+
+
+# -- pages -------------------------------------------------------------------------------------
+
+
+def test_the_teach_page_links_the_authoring_page_which_lists_the_exercises(bob: Any) -> None:
+    teach = bob.get(reverse("web:teach_module", args=[MODULE_SLUG])).content.decode()
+    page = bob.get(AUTHOR)
+
+    assert AUTHOR in teach
+    assert page.status_code == 200
+    assert f'data-slug="{E2E_SLUG}"' in page.content.decode()
+    assert 'id="create-exercise"' in page.content.decode()
+
+
+def test_a_learner_gets_403_and_a_reviewer_reads_without_the_forms(
+    web: Any, alice_learner: Any, catalog: Any
+) -> None:
+    rita = web(persona("rita_reviewer", module_slug=MODULE_SLUG, role="reviewer"))
+
+    assert web(alice_learner).get(AUTHOR).status_code == 403
+    assert web(alice_learner).get(_editor(E2E_SLUG)).status_code == 403
+    page = rita.get(AUTHOR).content.decode()
+    editor = rita.get(_editor(E2E_SLUG)).content.decode()
+    assert 'id="create-exercise"' not in page
+    assert 'id="validate-button"' in editor and 'id="publish-button"' not in editor
+    assert rita.post(_editor(E2E_SLUG), {"action": "publish"}).status_code == 403
+
+
+def test_creating_an_exercise_opens_its_editor_with_form_files_and_preview(bob: Any) -> None:
+    response = _create(bob)
+
+    assert response.status_code == 302 and response["Location"] == _editor("cube-gradient")
+    page = bob.get(_editor("cube-gradient")).content.decode()
+    assert 'name="check-0-name" value="x.grad is dy/dx = 3x^2"' in page
+    assert 'name="file:solution.py"' in page and 'name="file:wrong/forgot-requires-grad.py"' in page
+    assert 'id="statement-preview"' in page and "What is checked (10 points)" in page
+    assert "never published" in page
+
+
+def test_saving_the_form_writes_the_manifest_and_every_file(bob: Any) -> None:
+    _create(bob)
+    files = _draft_files("cube-gradient")
+    data = _form_post("", files, title="Cubes", **{
+        "file:solution.py": files["solution.py"] + "# checked\n",
+        "new_file_kind": "wrong", "new_file_name": "sign-error",
+        "new_file_text": "import torch\nx = torch.tensor(3.0, requires_grad=True)\n",
+        "wrong-new-file": "wrong/sign-error.py", "wrong-new-diagnosis": "sign-error",
+    })  # fmt: skip
+
+    bob.post(_editor("cube-gradient"), data)
+
+    saved = _draft_files("cube-gradient")
+    manifest = tomllib.loads(saved["exercise.toml"])
+    assert manifest["title"] == "Cubes"
+    assert saved["solution.py"].endswith("# checked\n")
+    assert saved["wrong/sign-error.py"].startswith("import torch")
+    assert manifest["wrong"][-1] == {"file": "wrong/sign-error.py", "diagnosis": "sign-error"}
+
+
+def test_an_invalid_toml_save_is_kept_and_the_page_names_the_file_and_field(bob: Any) -> None:
+    _create(bob)
+    files = _draft_files("cube-gradient")
+    toml_text = files["exercise.toml"].replace("points = 10", "points = 9")
+
+    response = bob.post(_editor("cube-gradient"), {"action": "save-toml", "toml": toml_text},
+                        follow=True)  # fmt: skip
+
+    page = response.content.decode()
+    assert "cube-gradient/exercise.toml: points: is 9 but the checks&#x27; points sum to 10" in page
+    assert 'id="package-problem"' in page
+    assert _draft_files("cube-gradient")["exercise.toml"] == toml_text
+
+
+def test_the_statement_preview_is_sanitised_like_the_learner_page(bob: Any, catalog: Any) -> None:
+    url = reverse("web:author_statement_preview", args=[MODULE_SLUG, E2E_SLUG])
+
+    html = bob.post(url, {"statement": "# Hi $x^2$\n\n<script>alert(1)</script>"}).json()["html"]
+
+    assert "<h1>Hi $x^2$</h1>" in html
+    assert "<script>" not in html
+
+
+def test_validate_starts_a_job_the_status_endpoint_shows_and_publish_is_refused(
+    bob: Any,
+) -> None:
+    _create(bob)
+
+    bob.post(_editor("cube-gradient"), {"action": "validate"})
+    status = bob.get(reverse("web:author_validation", args=[MODULE_SLUG, "cube-gradient"]))
+    refused = bob.post(_editor("cube-gradient"), {"action": "publish"}, follow=True)
+
+    assert status.json()["status"] == "queued" and status.json()["pending"] is True
+    assert "Validation of draft" in status.json()["html"]
+    assert "Not published: Its validation is still running" in refused.content.decode()
+
+
+def test_trying_a_draft_as_a_learner_makes_a_preview_submission_the_author_sees(
+    bob: Any,
+) -> None:
+    from submissions.models import Submission
+
+    _create(bob)
+    url = reverse("web:author_try", args=[MODULE_SLUG, "cube-gradient"])
+    page = bob.get(url).content.decode()
+
+    response = bob.post(url, {"code": "import torch\n"})
+
+    submission = Submission.objects.get()
+    assert "counts nowhere" in page and "Describe the task here" in page
+    assert response["Location"] == reverse("web:submission", args=[submission.pk])
+    assert submission.preview and submission.version.number is None
+    assert bob.get(response["Location"]).status_code == 200
+
+
+def test_the_diff_page_shows_the_draft_against_the_published_version(bob: Any) -> None:
+    files = _draft_files(E2E_SLUG)
+    bob.post(_editor(E2E_SLUG), _form_post("", files, **{
+        "file:statement.md": files["statement.md"] + "\nA new hint.\n"}))  # fmt: skip
+
+    editor = bob.get(_editor(E2E_SLUG)).content.decode()
+    diff = bob.get(
+        reverse("web:author_diff", args=[MODULE_SLUG, E2E_SLUG]) + "?from=current&to=draft"
+    )
+
+    assert 'id="diff-link"' in editor
+    assert "+A new hint." in diff.content.decode()
+    assert 'data-path="statement.md"' in diff.content.decode()
+
+
+def test_a_module_downloads_and_an_upload_becomes_drafts(bob: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    download = bob.get(reverse("web:author_module_archive", args=[MODULE_SLUG]) + "?type=zip")
+    files = archive.read_archive(download.content)
+    files[f"{E2E_SLUG}/statement.md"] += "\nImported.\n"
+    upload = SimpleUploadedFile("m.zip", archive.write_archive(files, "zip"))
+
+    response = bob.post(AUTHOR, {"action": "upload", "archive": upload}, follow=True)
+
+    assert download["Content-Type"] == "application/zip"
+    assert "Imported" in response.content.decode()
+    assert _draft_files(E2E_SLUG)["statement.md"].endswith("\nImported.\n")
+
+
+def test_a_hostile_upload_shows_the_refusal_and_changes_nothing(bob: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("evil.zip", archive.write_archive({"run.sh": "rm -rf /\n"}, "zip"))
+
+    response = bob.post(AUTHOR, {"action": "upload", "archive": upload}, follow=True)
+
+    assert "evil.zip/run.sh: unknown file" in response.content.decode()
+
+
+def test_dates_are_set_on_the_page(bob: Any) -> None:
+    from courses.models import Exercise
+
+    bob.post(_editor(E2E_SLUG), {"action": "schedule", "release_at": "",
+                                 "due_at": "2026-12-24T18:00"})  # fmt: skip
+
+    exercise = Exercise.objects.get(slug=E2E_SLUG)
+    assert (
+        exercise.due_at is not None and exercise.due_at.isoformat() == "2026-12-24T18:00:00+00:00"
+    )
+    assert exercise.late_counts is False and exercise.release_at is None
