@@ -1,7 +1,7 @@
 import torch
 
 xs = torch.arange(1.0, 6.0)
-ys = 2.0 * xs
+ys = 2.0 * xs + 1.0
 
 w = torch.zeros((), requires_grad=True)
 b = torch.zeros((), requires_grad=True)

@@ -2,7 +2,7 @@ import torch
 
 torch.manual_seed(1)
 data_x = torch.rand(32) * 4 - 2
-data_y = 2 * data_x
+data_y = 2 * data_x + 1
 
 w = torch.tensor(-1.0, requires_grad=True)
 b = torch.tensor(0.5, requires_grad=True)

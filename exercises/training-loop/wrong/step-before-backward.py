@@ -1,8 +1,8 @@
 import torch
 
-# training data on the line y = 2x
+# training data on the line y = 2x + 1
 x = torch.linspace(-1.0, 1.0, 20)
-y = 2 * x
+y = 2 * x + 1
 
 # the model y = w * x + b, starting from zero
 w = torch.tensor(0.0, requires_grad=True)
