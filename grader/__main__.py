@@ -1,6 +1,6 @@
 """Instructor CLI.
 
-    python -m grader check exercises/<slug>       validate one package
+    python -m grader check exercises/<slug>       validate one package (with its auto-mutants)
     python -m grader check exercises/             validate every package (and module.toml)
     python -m grader run exercises/<slug> answer.py [--json]   grade one answer
     python -m grader mutants exercises/<slug>     grade the reference's auto-mutants
@@ -49,13 +49,17 @@ def _cache(args: argparse.Namespace) -> ReferenceCache:
     return ReferenceCache(args.cache_dir)
 
 
-def _check_one(path: Path, sandbox: Sandbox, cache: ReferenceCache, seed: int) -> bool:
+def _check_one(
+    path: Path, sandbox: Sandbox, cache: ReferenceCache, args: argparse.Namespace
+) -> bool:
     try:
         package = load_package(path)
     except PackageError as error:
         print(f"FAIL {path.name}: {error}")
         return False
-    validation: Validation = validate_package(package, sandbox=sandbox, cache=cache, seed=seed)
+    validation: Validation = validate_package(
+        package, sandbox=sandbox, cache=cache, seed=args.seed, mutants=not args.no_mutants
+    )
     print(validation.summary(), flush=True)
     return validation.ok
 
@@ -86,7 +90,7 @@ def command_check(args: argparse.Namespace) -> int:
     root = Path(args.path)
     sandbox, cache = _sandbox(args), _cache(args)
     if (root / MANIFEST).is_file():
-        return EXIT_OK if _check_one(root, sandbox, cache, args.seed) else EXIT_FAILED
+        return EXIT_OK if _check_one(root, sandbox, cache, args) else EXIT_FAILED
     if not root.is_dir():
         print(f"{root}: not an exercise package or a folder of packages", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -94,7 +98,7 @@ def command_check(args: argparse.Namespace) -> int:
     if not packages:
         print(f"{root}: no exercise packages found", file=sys.stderr)
         return EXIT_BAD_INPUT
-    results = [_check_one(path, sandbox, cache, args.seed) for path in packages]
+    results = [_check_one(path, sandbox, cache, args) for path in packages]
     passed = sum(results)
     print(f"{passed}/{len(results)} packages valid")
     return EXIT_OK if ok and all(results) else EXIT_FAILED
@@ -184,6 +188,9 @@ def parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     commands = main.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="validate exercise packages")
     check.add_argument("path", help="exercises/<slug> or exercises/")
+    check.add_argument(
+        "--no-mutants", action="store_true", help="skip the auto-mutants (quicker, not valid)"
+    )
     _common(check, environ)
     check.set_defaults(handler=command_check)
     run = commands.add_parser("run", help="grade one answer and print the report")

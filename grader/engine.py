@@ -304,14 +304,21 @@ def grade(job: GradeJob, *, sandbox: Sandbox, cache: ReferenceCache | None = Non
 
 
 def grade_with_capture(
-    job: GradeJob, *, sandbox: Sandbox, cache: ReferenceCache | None = None
+    job: GradeJob,
+    *,
+    sandbox: Sandbox,
+    cache: ReferenceCache | None = None,
+    reference: Capture | None = None,
 ) -> tuple[Report, Capture | None]:
-    """`grade`, also returning the learner's validated capture (None without one)."""
+    """`grade`, also returning the learner's validated capture (None without one).
+    `reference`: the reference's capture for this job's package, seed and device, when the
+    caller already holds it (package validation grades many files against one)."""
     package = job.package
     limits = package.manifest.limits
-    reference = reference_capture(
-        package, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache
-    )
+    if reference is None:
+        reference = reference_capture(
+            package, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache
+        )
     runtime = sandbox.runtime_key(job.device)
     envelope = learner_envelope(package, job.code, reference)
     started = time.perf_counter()

@@ -21,8 +21,8 @@ from typing import Any
 
 from grader.cache import ReferenceCache
 from grader.capture import Capture, TensorValue
-from grader.engine import DEV_SEED, GradeJob, grade, reference_capture
-from grader.protocol import ExerciseError, InfrastructureError, Report
+from grader.engine import DEV_SEED, GradeJob, grade_with_capture, reference_capture
+from grader.protocol import ExerciseError, Report
 from grader.sandbox.base import Sandbox
 from grader.spec import MANIFEST, Package, PackageError
 
@@ -505,18 +505,56 @@ class MutantResult:
 
     @property
     def bad(self) -> bool:
-        return self.outcome == "survived"
+        """Survived undeclared, or could not be graded: package validation fails."""
+        return self.outcome in ("survived", "error")
 
 
 def classify(report: Report, mutant: Mutant, declared: dict[str, str]) -> MutantResult:
+    """A mutant is caught when a learner handing it in would not pass: a failing check
+    (with its diagnoses) or a failed run (a time limit, a crash of the interpreter)."""
     if report.status != "graded":
-        return MutantResult(mutant, "error", report.message or report.status)
+        return MutantResult(mutant, "caught", f"failed run: {report.message or report.status}")
     if not report.passed:
         found = sorted({c.diagnosis or "no diagnosis" for c in report.checks if not c.passed})
         return MutantResult(mutant, "caught", ", ".join(found))
     if mutant.name in declared:
         return MutantResult(mutant, "equivalent", declared[mutant.name])
     return MutantResult(mutant, "survived", f"{report.score:g}/{report.max_score:g}")
+
+
+@dataclass(frozen=True)
+class MutantPlan:
+    """The mutants of one package, made from its reference capture, and the manifest's
+    declared equivalents: what `judge` grades one by one."""
+
+    package: Package
+    reference: Capture
+    mutants: tuple[Mutant, ...]
+    declared: dict[str, str]
+
+    def stale_declarations(self) -> list[str]:
+        """Declared equivalents that name no generated mutant (the solution changed)."""
+        names = {mutant.name for mutant in self.mutants}
+        return sorted(name for name in self.declared if name not in names)
+
+
+def plan_mutants(package: Package, reference: Capture) -> MutantPlan:
+    grads = reference_grads(reference, package.manifest.names) if reference.kind == "script" else {}
+    mutants = tuple(generate(package.solution, grads))
+    return MutantPlan(package, reference, mutants, equivalent_mutants(package))
+
+
+def judge(
+    plan: MutantPlan, mutant: Mutant, *, sandbox: Sandbox, seed: int, device: str
+) -> MutantResult:
+    """Grades one mutant against the plan's reference capture (never re-run per mutant).
+    A sandbox fault (InfrastructureError) propagates: the caller retries."""
+    job = GradeJob(package=plan.package, code=mutant.source, seed=seed, device=device)
+    try:
+        report, _ = grade_with_capture(job, sandbox=sandbox, reference=plan.reference)
+    except ExerciseError as error:
+        return MutantResult(mutant, "error", str(error))
+    return classify(report, mutant, plan.declared)
 
 
 def run_mutants(
@@ -529,21 +567,14 @@ def run_mutants(
     workers: int = MUTANT_WORKERS,
 ) -> list[MutantResult]:
     """Generates and grades every mutant of the package's reference solution."""
-    declared = equivalent_mutants(package)
     reference = reference_capture(package, seed=seed, device=device, sandbox=sandbox, cache=cache)
-    grads = reference_grads(reference, package.manifest.names) if reference.kind == "script" else {}
-    mutants = generate(package.solution, grads)
-
-    def judge(mutant: Mutant) -> MutantResult:
-        job = GradeJob(package=package, code=mutant.source, seed=seed, device=device)
-        try:
-            report = grade(job, sandbox=sandbox, cache=cache)
-        except (ExerciseError, InfrastructureError) as error:
-            return MutantResult(mutant, "error", str(error))
-        return classify(report, mutant, declared)
-
+    plan = plan_mutants(package, reference)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(judge, mutants))
+        return list(
+            pool.map(
+                lambda m: judge(plan, m, sandbox=sandbox, seed=seed, device=device), plan.mutants
+            )
+        )
 
 
 def diff(source: str, mutant: Mutant) -> str:
@@ -561,7 +592,7 @@ def table(slug: str, source: str, results: Sequence[MutantResult]) -> str:
     for r in results:
         rows.append(f"  {r.mutant.name:<32} {r.mutant.line:>4}  {r.outcome} ({r.detail})")
     for r in results:
-        if r.bad:
+        if r.outcome == "survived":
             rows.append(f"survivor {r.mutant.name}: {r.mutant.summary}")
             rows.append(diff(source, r.mutant))
     return "\n".join(rows)

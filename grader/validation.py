@@ -1,6 +1,10 @@
 """Package validation (`python -m grader check`, the instructor page): the reference
 passes fully, the starter runs, each [[wrong]] fails with its declared diagnosis, each
-[[alternative]] passes fully."""
+[[alternative]] passes fully, and every auto-mutant of the reference (grader.mutants) is
+caught unless the manifest declares it `[[equivalent_mutant]]`.
+
+The reference runs once (or comes from the cache); every other file and every mutant is
+graded against that one capture, on the caller's (warm) backend, two at a time."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from dataclasses import dataclass
 
 from grader.cache import ReferenceCache
 from grader.capture import Capture
-from grader.engine import DEV_SEED, GradeJob, grade_with_capture
+from grader.engine import DEV_SEED, GradeJob, grade_with_capture, reference_capture
+from grader.mutants import MutantPlan, MutantResult, diff, judge, plan_mutants
 from grader.protocol import ExerciseError, Report
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
@@ -34,16 +39,55 @@ class ValidationItem:
 class Validation:
     slug: str
     items: tuple[ValidationItem, ...]
+    mutants: tuple[MutantResult, ...] = ()
+    solution: str = ""  # the reference solution the mutants were made from (for diffs)
+    stale: tuple[str, ...] = ()  # declared equivalents that name no generated mutant
 
     @property
     def ok(self) -> bool:
-        return bool(self.items) and all(item.ok for item in self.items)
+        return (
+            bool(self.items)
+            and all(item.ok for item in self.items)
+            and not any(result.bad for result in self.mutants)
+            and not self.stale
+        )
+
+    @property
+    def survivors(self) -> tuple[MutantResult, ...]:
+        return tuple(result for result in self.mutants if result.outcome == "survived")
+
+    def mutant_counts(self) -> dict[str, int]:
+        counts = {"generated": len(self.mutants)}
+        for outcome in ("caught", "equivalent", "survived", "error"):
+            counts[outcome] = sum(result.outcome == outcome for result in self.mutants)
+        return counts
+
+    def diff(self, result: MutantResult) -> str:
+        return diff(self.solution, result.mutant)
 
     def summary(self) -> str:
         failed = sum(not item.ok for item in self.items)
+        bad = sum(result.bad for result in self.mutants) + len(self.stale)
         head = f"{'ok  ' if self.ok else 'FAIL'} {self.slug}: {len(self.items)} runs"
-        head += ", all as declared" if self.ok else f", {failed} not as declared"
-        return "\n".join([head, *(item.line() for item in self.items)])
+        head += ", all as declared" if failed == 0 else f", {failed} not as declared"
+        lines = [head, *(item.line() for item in self.items)]
+        if self.mutants or self.stale:
+            counts = ", ".join(f"{n} {k}" for k, n in self.mutant_counts().items())
+            lines.append(f"  {'ok  ' if bad == 0 else 'FAIL'} mutants     {counts}")
+            lines += [_mutant_line(result) for result in self.mutants if result.bad]
+            lines += [
+                f"  FAIL mutant      {name}: declared equivalent, but no such mutant is made "
+                "(the solution changed: rename or remove the declaration)"
+                for name in self.stale
+            ]
+            for result in self.survivors:
+                lines.append(f"  survivor {result.mutant.name}: {result.mutant.summary}")
+                lines += [f"    {line}" for line in self.diff(result).splitlines()]
+        return "\n".join(lines)
+
+
+def _mutant_line(result: MutantResult) -> str:
+    return f"  FAIL mutant      {result.mutant.name}: {result.outcome} ({result.detail})"
 
 
 def _describe(report: Report) -> str:
@@ -56,13 +100,6 @@ def _describe(report: Report) -> str:
     return text
 
 
-def _grade_file(
-    package: Package, code: str, *, sandbox: Sandbox, cache: ReferenceCache | None, seed: int
-) -> tuple[Report, Capture | None]:
-    job = GradeJob(package=package, code=code, seed=seed)
-    return grade_with_capture(job, sandbox=sandbox, cache=cache)
-
-
 def validate_package(
     package: Package,
     *,
@@ -70,14 +107,17 @@ def validate_package(
     cache: ReferenceCache | None = None,
     seed: int = DEV_SEED,
     workers: int = VALIDATION_WORKERS,
+    mutants: bool = True,
 ) -> Validation:
     """The reference passes fully, the starter runs without an error, each [[wrong]]
-    fails with its declared diagnosis, each [[alternative]] passes fully."""
+    fails with its declared diagnosis, each [[alternative]] passes fully, and (unless
+    `mutants` is False) no auto-mutant survives that the manifest does not declare."""
     manifest = package.manifest
     try:
-        solution, _ = _grade_file(
-            package, package.solution, sandbox=sandbox, cache=cache, seed=seed
+        reference = reference_capture(
+            package, seed=seed, device="cpu", sandbox=sandbox, cache=cache
         )
+        solution, _ = _grade(package, package.solution, reference, sandbox, seed)
     except ExerciseError as error:
         item = ValidationItem("reference", "solution.py", False, "full score", str(error))
         return Validation(package.slug, (item,))
@@ -87,31 +127,62 @@ def validate_package(
     runs += [("wrong", w.file, w.diagnosis) for w in manifest.wrong]
     runs += [("alternative", a.file, "") for a in manifest.alternatives]
 
-    def judge(run: tuple[str, str, str]) -> ValidationItem:
+    def judge_file(run: tuple[str, str, str]) -> ValidationItem:
         kind, file, diagnosis = run
-        report, capture = _grade_file(
-            package, package.files[file], sandbox=sandbox, cache=cache, seed=seed
-        )
-        if report.integrity_flags:  # our own files: a flag is a false alarm of the detector
-            flags = ", ".join(f"{f.kind} ({f.detail})" for f in report.integrity_flags[:3])
-            return ValidationItem(kind, file, False, "no integrity flag", f"flagged: {flags}")
-        if kind == "starter":
-            clean = report.status == "graded" and capture is not None
-            clean = clean and capture.exception is None  # type: ignore[union-attr]
-            got = _describe(report) if clean else _starter_problem(report)
-            return ValidationItem(kind, file, clean, "runs without an error", got)
-        if kind == "wrong":
-            found = {c.diagnosis for c in report.checks if not c.passed}
-            ok = report.status == "graded" and not report.passed and diagnosis in found
-            return ValidationItem(kind, file, ok, f"fails with {diagnosis}", _describe(report))
-        return ValidationItem(kind, file, report.passed, full, _describe(report))
+        report, capture = _grade(package, package.files[file], reference, sandbox, seed)
+        return _item(kind, file, diagnosis, full, report, capture)
 
+    plan = plan_mutants(package, reference) if mutants else None
+
+    def task(index: int) -> ValidationItem | MutantResult:
+        if index < len(runs):
+            return judge_file(runs[index])
+        assert plan is not None
+        mutant = plan.mutants[index - len(runs)]
+        return judge(plan, mutant, sandbox=sandbox, seed=seed, device="cpu")
+
+    tasks = range(len(runs) + (len(plan.mutants) if plan is not None else 0))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        items += list(pool.map(judge, runs))
-    return Validation(package.slug, tuple(items))
+        done = list(pool.map(task, tasks))
+    items += [result for result in done if isinstance(result, ValidationItem)]
+    return Validation(
+        package.slug,
+        tuple(items),
+        mutants=tuple(result for result in done if isinstance(result, MutantResult)),
+        solution=package.solution,
+        stale=tuple(plan.stale_declarations()) if plan is not None else (),
+    )
+
+
+def _grade(
+    package: Package, code: str, reference: Capture, sandbox: Sandbox, seed: int
+) -> tuple[Report, Capture | None]:
+    job = GradeJob(package=package, code=code, seed=seed)
+    return grade_with_capture(job, sandbox=sandbox, reference=reference)
+
+
+def _item(
+    kind: str, file: str, diagnosis: str, full: str, report: Report, capture: Capture | None
+) -> ValidationItem:
+    if report.integrity_flags:  # our own files: a flag is a false alarm of the detector
+        flags = ", ".join(f"{f.kind} ({f.detail})" for f in report.integrity_flags[:3])
+        return ValidationItem(kind, file, False, "no integrity flag", f"flagged: {flags}")
+    if kind == "starter":
+        clean = report.status == "graded" and capture is not None
+        clean = clean and capture.exception is None  # type: ignore[union-attr]
+        got = _describe(report) if clean else _starter_problem(report)
+        return ValidationItem(kind, file, clean, "runs without an error", got)
+    if kind == "wrong":
+        found = {c.diagnosis for c in report.checks if not c.passed}
+        ok = report.status == "graded" and not report.passed and diagnosis in found
+        return ValidationItem(kind, file, ok, f"fails with {diagnosis}", _describe(report))
+    return ValidationItem(kind, file, report.passed, full, _describe(report))
 
 
 def _starter_problem(report: Report) -> str:
     if report.exception:
         return f"raised {report.exception.get('type')}: {report.exception.get('message')}"
     return _describe(report)
+
+
+__all__ = ["MutantPlan", "Validation", "ValidationItem", "validate_package"]

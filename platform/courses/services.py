@@ -23,7 +23,7 @@ from common import jobs
 from common.errors import InvalidInput, NotFound
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.statement import render_statement
-from courses.validation import version_validate
+from courses.validation import outcome_json, version_validate
 from grader import archive, spec
 from submissions.services import exercise_regrade
 
@@ -306,8 +306,7 @@ def exercise_job_run(*, job_id: int) -> str:
 
 def _job_outcome(job: ExerciseJob) -> dict[str, Any]:
     if job.kind == ExerciseJob.Kind.VALIDATE:
-        validation = version_validate(version=job.version)
-        return {**asdict(validation), "problems": validation.problems}
+        return outcome_json(version_validate(version=job.version))
     return asdict(exercise_regrade(exercise=job.exercise))
 
 

@@ -2,7 +2,9 @@
 through grader.validation.validate_package, in the configured sandbox with the reference cache
 the workers use. Its outcome (a row per run: the reference passes, every known wrong
 solution fails with its declared diagnosis, every alternative passes) is stored as the
-job's JSON outcome; `python -m grader check` gives the same answer.
+job's JSON outcome, with a row per auto-mutant of the reference (caught with its
+diagnoses, survived with its diff, or declared equivalent with its reason);
+`python -m grader check` gives the same answer.
 
 A broken package is an outcome (the instructor fixes it). A sandbox fault is not: it
 raises InfrastructureError, and the job is retried, then failed, like a grading.
@@ -10,7 +12,8 @@ raises InfrastructureError, and the job is retried, then failed, like a grading.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from courses.models import ExerciseVersion
 from grader.protocol import ExerciseError
@@ -28,14 +31,33 @@ class ValidationRow:
 
 
 @dataclass(frozen=True)
+class MutantRow:
+    name: str  # mutation@line, as the manifest's [[equivalent_mutant]] names it
+    mistake: str  # what the mutation does, in words
+    outcome: str  # "caught" | "survived" | "equivalent" | "error"
+    detail: str  # the diagnoses, the score it got, the declared reason, or the failure
+    diff: str  # unified diff of the solution (survivors and declared equivalents)
+    ok: bool
+
+
+@dataclass(frozen=True)
 class ValidationOutcome:
     ok: bool
     rows: tuple[ValidationRow, ...]
     error: str = ""
+    mutants: tuple[MutantRow, ...] = ()
+    mutant_counts: dict[str, int] = field(default_factory=dict)
+    stale_equivalents: tuple[str, ...] = ()  # declared, but no such mutant is made
 
     @property
     def problems(self) -> int:
-        return sum(1 for r in self.rows if not r.ok) + (1 if self.error else 0)
+        bad = sum(1 for r in self.rows if not r.ok) + sum(1 for m in self.mutants if not m.ok)
+        return bad + len(self.stale_equivalents) + (1 if self.error else 0)
+
+
+def outcome_json(outcome: ValidationOutcome) -> dict[str, Any]:
+    """What the job stores (ExerciseJob.outcome) and web/_job.html reads."""
+    return {**asdict(outcome), "problems": outcome.problems}
 
 
 def version_validate(*, version: ExerciseVersion) -> ValidationOutcome:
@@ -59,4 +81,21 @@ def outcome_of(result: Validation) -> ValidationOutcome:
         )
         for item in result.items
     )
-    return ValidationOutcome(ok=result.ok, rows=rows)
+    mutants = tuple(
+        MutantRow(
+            name=m.mutant.name,
+            mistake=m.mutant.summary,
+            outcome=m.outcome,
+            detail=m.detail,
+            diff=result.diff(m) if m.outcome in ("survived", "equivalent") else "",
+            ok=not m.bad,
+        )
+        for m in result.mutants
+    )
+    return ValidationOutcome(
+        ok=result.ok,
+        rows=rows,
+        mutants=mutants,
+        mutant_counts=result.mutant_counts() if result.mutants else {},
+        stale_equivalents=result.stale,
+    )

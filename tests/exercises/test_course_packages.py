@@ -1,7 +1,9 @@
 """Every course package in exercises/, validated through the real sandbox: the reference
 passes every check, the starter runs, each known wrong solution fails with the diagnosis
-it declares, each alternative passes, and no run trips the tamper detector (a false
-alarm on our own code). The reference cache is shared by the session."""
+it declares, each alternative passes, no run trips the tamper detector (a false alarm on
+our own code), and every auto-mutant of the reference is caught or declared equivalent.
+The reference cache and the warm backend are shared by the session; each package's
+reference runs once for its files and its mutants."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mutant_survivors import PROVENANCE_PENDING
 
 from grader.cache import ReferenceCache
 from grader.sandbox import get_backend
@@ -44,12 +47,18 @@ def test_every_package_is_listed_in_the_module() -> None:
 
 
 @pytest.mark.parametrize("path", PACKAGES, ids=[path.name for path in PACKAGES])
-def test_course_package_behaves_as_declared(
+def test_course_package_behaves_as_declared_and_catches_its_mutants(
     path: Path, sandbox: Sandbox, reference_cache: ReferenceCache
 ) -> None:
     package = load_package(path)
     validation = validate_package(package, sandbox=sandbox, cache=reference_cache)
-    assert validation.ok, validation.summary()
+    print(validation.summary())
+    pending = PROVENANCE_PENDING.get(path.name, frozenset())  # see tests/mutant_survivors.py
+    assert all(item.ok for item in validation.items), validation.summary()
+    assert not validation.stale and not [m for m in validation.mutants if m.outcome == "error"]
+    survivors = {result.mutant.name for result in validation.survivors}
+    assert survivors <= pending, validation.summary()
+    assert validation.ok or survivors, validation.summary()
     kinds = [item.kind for item in validation.items]
     assert kinds.count("wrong") == len(package.manifest.wrong) >= 1
     assert kinds.count("alternative") == len(package.manifest.alternatives)

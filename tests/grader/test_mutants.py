@@ -34,6 +34,7 @@ from grader.mutants import (
 )
 from grader.protocol import CheckResult, Report
 from grader.spec import Package, PackageError
+from grader.validation import Validation, ValidationItem
 
 LOOP = """\
 import torch
@@ -275,3 +276,38 @@ def test_classify_says_caught_with_the_diagnosis_survived_or_declared_equivalent
     declared = classify(_report(True), mutant, {"flip-sign@3": "cancels"})
     assert (declared.outcome, declared.detail, declared.bad) == ("equivalent", "cancels", False)
     assert isinstance(declared, MutantResult)
+
+
+def test_a_mutant_whose_run_fails_is_caught_since_a_learner_would_score_zero() -> None:
+    mutant = Mutant("extra-backward", 5, "x = 1\n", "")
+    failed = Report(status="failed", score=0.0, max_score=1.0, passed=False, message="timeout")
+    result = classify(failed, mutant, {})
+    assert (result.outcome, result.detail, result.bad) == ("caught", "failed run: timeout", False)
+
+
+def _validation(*outcomes: str, stale: tuple[str, ...] = ()) -> Validation:
+    source = "x = torch.ones(2, requires_grad=True)\ny = x - 1\n"
+    made = generate(source)
+    results = tuple(
+        MutantResult(mutant, outcome, "why")
+        for mutant, outcome in zip(made, outcomes, strict=False)
+    )
+    item = ValidationItem("reference", "solution.py", True, "1/1", "1/1")
+    return Validation("p", (item,), results, source, stale)
+
+
+def test_validation_fails_on_a_survivor_an_ungraded_mutant_or_a_stale_declaration() -> None:
+    assert _validation("caught", "equivalent").ok
+    survived = _validation("caught", "survived")
+    assert not survived.ok and [r.mutant.name for r in survived.survivors] == ["detach-mid-graph@2"]
+    assert not _validation("caught", "error").ok
+    assert not _validation("caught", stale=("flip-sign@9",)).ok
+
+
+def test_the_summary_counts_the_mutants_and_shows_each_survivors_diff() -> None:
+    text = _validation("caught", "survived", "equivalent").summary()
+    assert "FAIL mutants     3 generated, 1 caught, 1 equivalent, 1 survived, 0 error" in text
+    assert "FAIL mutant      detach-mid-graph@2: survived (why)" in text
+    assert "    -y = x - 1\n    +y = (x - 1).detach()" in text
+    stale = _validation("caught", stale=("flip-sign@9",)).summary()
+    assert "flip-sign@9: declared equivalent, but no such mutant is made" in stale

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 from gradlab_fixtures import wait_for
+from mutant_survivors import PROVENANCE_PENDING
 from platform_helpers import E2E_SLUG, manifest, package_file
 
 pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
@@ -65,14 +66,24 @@ def test_a_validation_job_runs_every_known_solution_of_the_package_in_the_sandbo
     start_worker()
     created = _create("validate", bob_instructor, "first-gradient")
 
-    # 9 sandbox runs: minutes on a loaded 2-core machine.
+    # 9 sandbox runs and 5 auto-mutants: minutes on a loaded 2-core machine.
     job = wait_for(
         lambda: _finished(created.pk), timeout=VALIDATION_TIMEOUT_S, what="the validation"
     )
 
     assert job.status == "done", job.error
     problems = [row for row in job.outcome["rows"] if not row["ok"]]
-    assert job.outcome["ok"] is True and job.outcome["problems"] == 0, problems or job.outcome
+    assert problems == [], problems
+    mutants = {row["name"]: row for row in job.outcome["mutants"]}
+    assert job.outcome["mutant_counts"]["generated"] == len(mutants) >= 4
+    dropped = mutants["drop-requires-grad@3"]
+    assert dropped["outcome"] == "caught" and "graph-broken" in dropped["detail"].split(", ")
+    assert dropped["diff"] == ""  # only survivors and declared equivalents carry one
+    survivors = {name for name, row in mutants.items() if row["outcome"] == "survived"}
+    assert survivors <= PROVENANCE_PENDING.get("first-gradient", frozenset())
+    for name in survivors:
+        assert f"+++ {name}" in mutants[name]["diff"] and "\n-y.backward()" in mutants[name]["diff"]
+    assert job.outcome["ok"] is (not survivors) and job.outcome["problems"] == len(survivors)
     names = [row["name"] for row in job.outcome["rows"]]
     assert any(name.startswith("reference") for name in names), names
     wrong = manifest("first-gradient").get("wrong", [])

@@ -278,3 +278,60 @@ def test_staff_user_may_open_the_instructor_pages_without_an_enrollment(
     response = client_for(staff).get(reverse("web:teach_module", args=[MODULE]))
     assert response.status_code == 200
     assert "Gradebook" in response.content.decode()
+
+
+MUTATED = (
+    "import torch\nx = torch.tensor(2.0, requires_grad=True)\n"
+    "note = '<script>alert(1)</script>'\ny = x ** 2 - 1\ny.backward()\n"
+)
+
+
+def graded(passed: bool, diagnosis: str = "") -> Any:
+    from grader.protocol import CheckResult, Report
+
+    check = CheckResult("x.grad", passed, float(passed), 1.0, "", diagnosis, "")
+    return Report(status="graded", score=float(passed), max_score=1.0, passed=passed,
+                  checks=(check,))  # fmt: skip
+
+
+def test_validation_page_shows_the_mutant_table_and_each_survivors_diff_escaped(
+    catalog: Any, bob_instructor: Any
+) -> None:
+    from courses.models import Exercise, ExerciseJob
+    from courses.validation import outcome_json, outcome_of
+    from grader.mutants import classify, generate
+    from grader.validation import Validation, ValidationItem
+
+    made = {m.name: m for m in generate(MUTATED)}
+    results = (
+        classify(graded(False, "sign-error"), made["flip-sign@4"], {}),
+        classify(graded(True), made["item-mid-graph@4"], {}),
+        classify(graded(True), made["detach-mid-graph@4"], {"detach-mid-graph@4": "x is data"}),
+    )  # fmt: skip
+    reference = ValidationItem("reference", "solution.py", True, "1/1", "1/1")
+    validation = Validation("chain-rule", (reference,), results, MUTATED)
+    exercise = Exercise.objects.get(slug="chain-rule")
+    ExerciseJob.objects.create(
+        exercise=exercise, version=exercise.current_version, kind="validate", status="done",
+        outcome=outcome_json(outcome_of(validation)),
+    )  # fmt: skip
+
+    page = (
+        client_for(bob_instructor)
+        .get(reverse("web:teach_exercise", args=[MODULE, "chain-rule"]))
+        .content.decode()
+    )
+
+    assert "Not valid: 1 problem." in page
+    assert "3 generated: 1 caught, 1 declared equivalent, 1 survived." in page
+    caught = page.split('data-mutant="flip-sign@4" data-outcome="caught"')[1].split("</tr>")[0]
+    assert "✓ caught</span>: sign-error" in caught and "mutant-diff" not in caught
+    survivor = page.split('data-outcome="survived"')[1].split("</tr>")[0]
+    assert "✗ survived</span> with 1/1" in survivor
+    assert '<del class="diff-del">-y = x ** 2 - 1</del>' in survivor
+    assert "+y = __import__(&#x27;torch&#x27;).as_tensor((x ** 2 - 1).tolist())" in survivor
+    assert "note = &#x27;&lt;script&gt;alert(1)&lt;/script&gt;&#x27;" in survivor  # context line
+    assert "<script>alert(1)" not in page
+    equivalent = page.split('data-outcome="equivalent"')[1].split("</tr>")[0]
+    assert "= declared equivalent</span>: x is data" in equivalent
+    assert "<details><summary>what it changes</summary>" in equivalent
