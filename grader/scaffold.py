@@ -26,8 +26,8 @@ points = 10
 names = ["x", "y"]
 
 [[checks]]
-name = "x.grad is dy/dx = 3x^2"
-type = "grad"
+name = "x.grad is dy/dx = 3x^2, right after backward()"
+type = "grad_history"
 target = "x"
 points = 6
 

@@ -51,5 +51,6 @@ def test_a_new_package_validates_in_the_sandbox_as_it_is(
 
     validation = validate_package(package, sandbox=sandbox, cache=reference_cache)
 
-    assert validation.ok, validation.summary()
+    assert validation.ok, validation.summary()  # every auto-mutant caught, too
     assert [item.kind for item in validation.items] == ["reference", "starter", "wrong"]
+    assert len(validation.mutants) >= 3
