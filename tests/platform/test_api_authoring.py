@@ -86,7 +86,9 @@ def test_a_new_exercise_is_a_draft_with_its_files_and_no_problem(bob: Any, cube:
 
 def test_saving_an_invalid_draft_keeps_it_and_names_the_file_and_field(bob: Any, cube: Any) -> None:
     files = dict(cube["files"])
-    files["exercise.toml"] = files["exercise.toml"].replace('type = "grad_history"', 'type = "gradd"')
+    files["exercise.toml"] = files["exercise.toml"].replace(
+        'type = "grad_history"', 'type = "gradd"'
+    )
 
     saved = bob.put(f"{CUBE}/", {"files": files}, format="json")
     again = bob.get(f"{CUBE}/").json()
