@@ -26,7 +26,7 @@ points = 10
 names = ["x", "y"]
 
 [[checks]]
-name = "x.grad is dy/dx = 3x^2, right after backward()"
+name = "x.grad is dy/dx = 3x^2"
 type = "grad_history"
 target = "x"
 points = 6
