@@ -42,6 +42,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -51,6 +52,7 @@ from pathlib import Path
 
 from grader.protocol import InfrastructureError, Limits, SandboxRequest, SandboxResult
 from grader.sandbox import cgroups, common, publish, runtime, syscalls
+from grader.sandbox import zygote as zygotes
 from grader.sandbox.config import DEFAULT_RUNTIME_DIR, DEFAULT_USER, PACKAGE_HARNESS
 from grader.sandbox.process import Exchange, exchange
 
@@ -95,6 +97,9 @@ HOST_ENV = {"PATH": HOST_PATH, "LANG": "C.UTF-8"}  # nothing of the worker's env
 NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 
 # Joins the job's cgroups (as the worker), then execs the rest of the chain.
+# After a zygote failed to start, jobs run cold for this long before it is tried again.
+ZYGOTE_RETRY_S = 60.0
+
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 
 
@@ -122,12 +127,16 @@ class BubblewrapSandbox:
         bwrap: str = "bwrap",
         warm: bool = False,
         cgroup_parent: str | None = None,
+        zygote: bool = False,
+        zygote_jobs: int = zygotes.DEFAULT_MAX_JOBS,
     ) -> None:
         """`runtime_dir`: the virtual environment with torch and numpy (world-readable);
         `harness_dir`: the harness's source, published under `publish_root` (default
         publish.DEFAULT_PUBLISH_ROOT) before each job; `user`: the host account a root
         worker drops to; `warm`: keep a torch-loaded spare sandbox; `cgroup_parent`: the
-        cgroup below which job groups are made (default: below the worker's own)."""
+        cgroup below which job groups are made (default: below the worker's own);
+        `zygote`: CPU jobs are forked by a torch-loaded zygote (zygote.py), replaced
+        after `zygote_jobs` jobs."""
         self.runtime_dir = Path(runtime_dir)
         self.harness_dir = Path(harness_dir)
         self.publish_root = Path(publish_root) if publish_root else None
@@ -139,6 +148,11 @@ class BubblewrapSandbox:
         self._reaped = False
         self._lock = threading.Lock()
         self._spare: _Started | None = None
+        self.zygote = zygote
+        self.zygote_jobs = zygote_jobs
+        self._zygote: zygotes.Zygote | None = None
+        self._zygote_lock = threading.Lock()
+        self._zygote_retry_at = 0.0
         weakref.finalize(self, _discard_spare, self.__dict__)
 
     # --- the Sandbox interface -----------------------------------------------------------
@@ -149,6 +163,10 @@ class BubblewrapSandbox:
     def run(self, request: SandboxRequest) -> SandboxResult:
         tools = self._tools()
         device, device_note = self._effective_device(request.device)
+        if self.zygote and device == "cpu":
+            serving = self._ready_zygote(tools)
+            if serving is not None:
+                return self._run_in_zygote(serving, request, device_note)
         started = self._take_spare(request.limits, device) or self._start(
             tools, request, device, warm=False
         )
@@ -163,8 +181,148 @@ class BubblewrapSandbox:
         return self._result(outcome, request.limits, oom, device_note)
 
     def close(self) -> None:
-        """Stops the warm spare sandbox, if any (it would die with the worker anyway)."""
+        """Stops the warm spare sandbox and the zygote, if any (they would die with the
+        worker anyway)."""
         _discard_spare(self.__dict__)
+
+    # --- the zygote -----------------------------------------------------------------------
+
+    def _ready_zygote(self, tools: _Tools) -> zygotes.Zygote | None:
+        """The running zygote, replaced when dead, worn out or out of date; None when none
+        can start (the job then runs cold)."""
+        identity = zygotes.ZygoteIdentity(
+            tools.harness, runtime.fingerprint(self.runtime_dir), self._host_uid()
+        )
+        with self._zygote_lock:
+            current = self._zygote
+            if current is not None and (
+                not current.alive()
+                or current.jobs >= self.zygote_jobs
+                or current.identity != identity
+            ):
+                self._zygote = None
+                current.stop()
+                current = None
+            if current is None:
+                if time.monotonic() < self._zygote_retry_at:
+                    return None
+                try:
+                    current = self._start_zygote(tools, identity)
+                except InfrastructureError as error:
+                    log.warning("no zygote (jobs run in cold sandboxes for now): %s", error)
+                    self._zygote_retry_at = time.monotonic() + ZYGOTE_RETRY_S
+                    return None
+                self._zygote = current
+            current.jobs += 1
+            return current
+
+    def _start_zygote(self, tools: _Tools, identity: zygotes.ZygoteIdentity) -> zygotes.Zygote:
+        group = self._open_named_cgroup(cgroups.job_name("zygote"), zygotes.ZYGOTE_LIMITS)
+        control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        job_filter, zygote_filter = -1, -1
+        try:
+            job_filter = _seccomp_program()
+            zygote_filter = _seccomp_program(syscalls.ZYGOTE_ALLOWED_SYSCALLS)
+            argv = self._zygote_command(tools, group, theirs.fileno(), job_filter, zygote_filter)
+            fds = (theirs.fileno(), job_filter, zygote_filter)
+            started = zygotes.start(argv, fds, control, group=group, identity=identity)
+        except BaseException:
+            control.close()
+            if group is not None:
+                _remove_cgroup(group)
+            raise
+        finally:
+            theirs.close()
+            for fd in (job_filter, zygote_filter):
+                if fd >= 0:
+                    os.close(fd)
+        started.wait_ready()
+        return started
+
+    def _zygote_command(
+        self,
+        tools: _Tools,
+        group: cgroups.JobCgroup | None,
+        control_fd: int,
+        job_filter: int,
+        zygote_filter: int,
+    ) -> list[str]:
+        """The cold chain with the zygote as its program: no CPU time or file size limit
+        of its own (each job sets its own), user namespaces allowed, the zygote filter."""
+        argv: list[str] = []
+        user = self.host_user()
+        if group is not None:
+            argv += ["/bin/sh", "-c", JOIN_SCRIPT, "gradlab-join"]
+            argv += [str(f) for f in group.join_files()] + ["--"]
+        argv += [tools.prlimit, "--core=0", "--"]
+        if user is not None:
+            argv += [tools.setpriv, f"--reuid={user.uid}", f"--regid={user.gid}"]
+            argv += ["--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
+        bwrap_args = self._bwrap_args(tools, Limits(), "cpu", allow_userns=True)
+        argv += [tools.bwrap, *bwrap_args, "--seccomp", str(zygote_filter), "--"]
+        return [*argv, *zygotes.ZYGOTE_COMMAND, str(control_fd), str(job_filter)]
+
+    def _run_in_zygote(
+        self, serving: zygotes.Zygote, request: SandboxRequest, device_note: str
+    ) -> SandboxResult:
+        group = self._open_cgroup(request.job_id, request.limits)
+        try:
+            try:
+                job = serving.fork(self._zygote_header(request.limits, group), group)
+            except InfrastructureError:
+                self._drop_zygote(serving)
+                raise
+            try:
+                outcome = exchange(
+                    job,
+                    stdin=request.stdin,
+                    timeout_s=request.limits.wall_seconds,
+                    stdout_cap=common.stdout_cap(request.limits),
+                    stderr_cap=common.STDERR_CAP_BYTES,
+                    kill=lambda: job.kill(group),
+                )
+            finally:
+                job.kill(group)  # nothing outlives its job, even a detached child
+                job.close()
+            oom = group is not None and group.oom_killed()
+        finally:
+            if group is not None:
+                _remove_cgroup(group)
+        outcome = dataclasses.replace(outcome, extra=READY_MARKER if job.set_up else b"")
+        return self._result(outcome, request.limits, oom, device_note)
+
+    def _zygote_header(self, limits: Limits, group: cgroups.JobCgroup | None) -> dict[str, object]:
+        """What the zygote's keeper sets up for one job: rlimits as the cold chain's
+        prlimit sets them, and the size of /tmp."""
+        import resource
+
+        cpu = int(limits.cpu_seconds)
+        size = limits.file_size_mb * common.MIB
+        rlimits = [
+            (resource.RLIMIT_CPU, cpu, cpu + common.CPU_HARD_GRACE_S),
+            (resource.RLIMIT_FSIZE, size, size),
+            (resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
+            (resource.RLIMIT_CORE, 0, 0),
+        ]
+        if group is None:
+            address_space = (limits.memory_mb + RLIMIT_ADDRESS_SPACE_HEADROOM_MB) * common.MIB
+            nproc = _process_count(self._host_uid()) + limits.pids
+            rlimits += [
+                (resource.RLIMIT_AS, address_space, address_space),
+                (resource.RLIMIT_NPROC, nproc, nproc),
+            ]
+        return {"rlimits": rlimits, "tmpfs_bytes": limits.tmpfs_mb * common.MIB}
+
+    def _drop_zygote(self, broken: zygotes.Zygote) -> None:
+        with self._zygote_lock:
+            if self._zygote is broken:
+                self._zygote = None
+        log.warning("the zygote failed; replacing it: %s", broken.stderr_tail())
+        broken.stop()
+
+    def _host_uid(self) -> int:
+        user = self.host_user()
+        return user.uid if user is not None else os.getuid()
 
     # --- starting sandboxes ---------------------------------------------------------------
 
@@ -297,18 +455,21 @@ class BubblewrapSandbox:
         return _Tools(**dataclasses.asdict(found), view=view, harness=harness)
 
     def _open_cgroup(self, job_id: str, limits: Limits) -> cgroups.JobCgroup | None:
+        job_limits = cgroups.JobLimits(
+            memory_bytes=limits.memory_mb * common.MIB, pids=limits.pids, cpus=limits.cpus
+        )
+        return self._open_named_cgroup(cgroups.job_name(job_id), job_limits)
+
+    def _open_named_cgroup(
+        self, name: str, job_limits: cgroups.JobLimits
+    ) -> cgroups.JobCgroup | None:
         if not self._reaped:  # groups a killed worker left behind
             self._reaped = True
             with contextlib.suppress(OSError):
                 for folder in cgroups.reap_stale(parent=self.cgroup_parent):
                     log.warning("removed a stale job cgroup: %s", folder)
-        job_limits = cgroups.JobLimits(
-            memory_bytes=limits.memory_mb * common.MIB, pids=limits.pids, cpus=limits.cpus
-        )
         try:
-            return cgroups.open_job_cgroup(
-                cgroups.job_name(job_id), job_limits, parent=self.cgroup_parent
-            )
+            return cgroups.open_job_cgroup(name, job_limits, parent=self.cgroup_parent)
         except cgroups.CgroupUnavailable as why:
             self._warn_once(
                 f"no per-job cgroup ({why}): memory is limited by RLIMIT_AS, processes by "
@@ -344,10 +505,13 @@ class BubblewrapSandbox:
             return [*argv, "python", "-I", "-B", "-c", PRELOAD_CODE, str(marker_fd)]
         return [*argv, *common.HARNESS_COMMAND]
 
-    def _bwrap_args(self, tools: _Tools, limits: Limits, device: str) -> list[str]:
+    def _bwrap_args(
+        self, tools: _Tools, limits: Limits, device: str, *, allow_userns: bool = False
+    ) -> list[str]:
+        """`allow_userns`: only for the zygote, which makes each job's namespaces."""
         args = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
         args.append("--as-pid-1")  # pid 1 is sandbox_init.py, not bwrap's own init
-        if tools.disable_userns:
+        if tools.disable_userns and not allow_userns:
             args.append("--disable-userns")
         args += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
         args += ["--hostname", common.SANDBOX_HOSTNAME, "--clearenv"]
@@ -466,10 +630,15 @@ class _Started:
 
 
 def _discard_spare(state: dict[str, object]) -> None:
+    """Stops the warm spare and the zygote held in a backend's `state`."""
     spare = state.get("_spare")
     state["_spare"] = None
     if isinstance(spare, _Started):
         spare.discard()
+    serving = state.get("_zygote")
+    state["_zygote"] = None
+    if isinstance(serving, zygotes.Zygote):
+        serving.stop()
 
 
 @dataclass(frozen=True)
@@ -490,9 +659,9 @@ class _Tools(_HostTools):
     harness: Path
 
 
-def _seccomp_program() -> int:
+def _seccomp_program(also_allowed: tuple[str, ...] = ()) -> int:
     """A descriptor of the compiled filter, at offset 0, for bwrap's --seccomp."""
-    program = syscalls.compile_bpf()
+    program = syscalls.compile_bpf(also_allowed=also_allowed)
     fd = os.memfd_create("gradlab-seccomp")
     try:
         os.write(fd, program)

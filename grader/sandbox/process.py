@@ -14,11 +14,22 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO, Protocol
 
 READ_CHUNK = 65_536
 WRITE_CHUNK = 65_536
 SELECT_SLICE_S = 0.25
 REAP_AFTER_KILL_S = 10.0
+
+
+class Process(Protocol):
+    """What exchange() drives: a subprocess.Popen, or a job forked by the zygote."""
+
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,7 @@ class _Buffer:
 
 
 def exchange(
-    process: subprocess.Popen[bytes],
+    process: Process,
     *,
     stdin: bytes,
     timeout_s: float,
@@ -94,7 +105,7 @@ def exchange(
 
 
 def _pump(
-    process: subprocess.Popen[bytes],
+    process: Process,
     stdin: bytes,
     deadline: float,
     out: _Buffer,
@@ -160,7 +171,7 @@ def _read_some(fd: int) -> bytes | None:
         return b""
 
 
-def _wait(process: subprocess.Popen[bytes], remaining: float) -> bool:
+def _wait(process: Process, remaining: float) -> bool:
     try:
         process.wait(timeout=max(remaining, 0.0))
     except subprocess.TimeoutExpired:
@@ -168,7 +179,7 @@ def _wait(process: subprocess.Popen[bytes], remaining: float) -> bool:
     return True
 
 
-def _reap(process: subprocess.Popen[bytes]) -> int | None:
+def _reap(process: Process) -> int | None:
     try:
         return process.wait(timeout=REAP_AFTER_KILL_S)
     except subprocess.TimeoutExpired:

@@ -95,6 +95,11 @@ def _runtime_view(runtime_dir: Path, fingerprint: tuple[float, ...]) -> RuntimeV
     return RuntimeView(runtime_dir, interpreter, paths)
 
 
+def fingerprint(runtime_dir: Path) -> tuple[float, ...]:
+    """Changes when the runtime is reinstalled (see _fingerprint)."""
+    return _fingerprint(runtime_dir)
+
+
 def _fingerprint(runtime_dir: Path) -> tuple[float, ...]:
     """Changes when the runtime is reinstalled (its config and site-packages). A runtime
     others may write to is refused: the worker runs `ldd` on it, every sandbox imports it."""

@@ -1,0 +1,256 @@
+"""The worker's side of the zygote (bubblewrap backend, `zygote=True`): one long-lived,
+torch-loaded process in a bubblewrap sandbox that forks a freshly isolated sandbox per
+job (grader/sandbox/zygote_init.py describes what runs inside).
+
+    worker (root)                                   zygote (sandbox user, in bwrap)
+    makes the job's cgroups, three pipes and a
+    socket pair; sends a header (rlimits, /tmp
+    size) and four descriptors    -- control -->    forks the keeper; closes its copies
+    reads "H" with SCM_CREDENTIALS: the keeper's
+    host pid; moves it into the job's cgroups;
+    sends "J"                     <-- link -->      keeper: new namespaces, /tmp, /proc,
+                                                    no capabilities, the job filter,
+                                                    then the harness on stdin/stdout
+    writes stdin, reads stdout and stderr under
+    the wall clock (process.exchange), reads "1"
+    (set up) and "S" + status; kills whatever is
+    left in the job's cgroups, removes them
+
+Nothing of a job passes through the zygote: its input and output go through the job's
+own pipes, which the zygote holds only between receiving them and forking. The zygote is
+replaced when it has died, after `max_jobs` jobs, and when the published harness or the
+runtime changes (ZygoteIdentity).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from grader.protocol import InfrastructureError
+from grader.sandbox import cgroups
+
+log = logging.getLogger(__name__)
+
+ZYGOTE_SOURCE = (Path(__file__).resolve().parent / "zygote_init.py").read_text(encoding="utf-8")
+ZYGOTE_COMMAND = ("python", "-I", "-B", "-c", ZYGOTE_SOURCE)
+READY_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core host can take tens of seconds
+HELLO_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+DEFAULT_MAX_JOBS = 500
+STDERR_TAIL = 2000
+# The zygote's own group: its memory (torch loaded) and the keepers it has just forked.
+ZYGOTE_LIMITS = cgroups.JobLimits(memory_bytes=2048 * 1024 * 1024, pids=128, cpus=1.0)
+_CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+@dataclass(frozen=True)
+class ZygoteIdentity:
+    """What a zygote was started from: a job may use it only while these are current."""
+
+    harness: Path  # the published harness folder (its name carries the content hash)
+    runtime: tuple[float, ...]  # the runtime's fingerprint (runtime.fingerprint)
+    host_uid: int  # who the sandbox runs as on the host
+
+
+class Zygote:
+    """One running zygote and its control socket."""
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        control: socket.socket,
+        group: cgroups.JobCgroup | None,
+        identity: ZygoteIdentity,
+        stderr: IO[bytes],
+    ) -> None:
+        self.process = process
+        self.control = control
+        self.group = group
+        self.identity = identity
+        self.stderr = stderr
+        self.jobs = 0
+        self._lock = threading.Lock()
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Returns once the zygote has imported torch; raises InfrastructureError if it
+        dies or does not get there in time."""
+        readable, _, _ = select.select([self.control], [], [], timeout_s)
+        message = self.control.recv(1) if readable else b""
+        if message != b"R":
+            self.stop()
+            why = self.stderr_tail() or "no answer in time"
+            raise InfrastructureError(f"the zygote did not start: {why}")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def fork(self, header: dict[str, Any], group: cgroups.JobCgroup | None) -> ZygoteJob:
+        """Starts one job: its keeper is forked, in `group` and isolating itself, when
+        this returns. Raises InfrastructureError."""
+        link, child_link = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        link.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr
+        theirs = [child_link.fileno(), pipes[0][0], pipes[1][1], pipes[2][1]]
+        ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+        try:
+            with self._lock:
+                socket.send_fds(self.control, [json.dumps(header).encode()], theirs)
+        except OSError as error:
+            link.close()
+            _close(ours)
+            raise InfrastructureError(f"the zygote does not answer: {error}") from error
+        finally:
+            child_link.close()
+            _close([pipes[0][0], pipes[1][1], pipes[2][1]])
+        streams = (os.fdopen(fd, mode, 0) for fd, mode in zip(ours, ("wb", "rb", "rb"), strict=True))
+        job = ZygoteJob(link, *streams)
+        try:
+            job.pid = _hello(link, self.identity.host_uid)
+            if group is not None:
+                for procs in group.join_files():
+                    procs.write_text(str(job.pid))
+            link.sendall(b"J")
+        except BaseException:
+            job.kill(group)
+            job.close()
+            raise
+        return job
+
+    def stderr_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            self.stderr.seek(0)
+            return self.stderr.read().decode("utf-8", "replace").strip()[-STDERR_TAIL:]
+        return ""
+
+    def stop(self) -> None:
+        """Kills the zygote (jobs it forked live in their own cgroups and go on)."""
+        with contextlib.suppress(OSError):
+            self.control.close()
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=STOP_TIMEOUT_S)
+        if self.group is not None:
+            try:
+                self.group.remove()
+            except OSError as error:
+                log.error("cannot remove the zygote's cgroup: %s", error)
+        with contextlib.suppress(OSError):
+            self.stderr.close()
+
+
+class ZygoteJob:
+    """One job forked by the zygote, driven like a subprocess by process.exchange."""
+
+    def __init__(self, link: socket.socket, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes]):
+        self.link = link
+        self.stdin: IO[bytes] | None = stdin
+        self.stdout: IO[bytes] | None = stdout
+        self.stderr: IO[bytes] | None = stderr
+        self.pid: int | None = None  # the keeper's, on the host
+        self.returncode: int | None = None
+        self.set_up = False  # the job's init reported its sandbox ready
+        self._said = b""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The job's exit status (shell encoding); 137 when its keeper was killed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            readable, _, _ = select.select([self.link], [], [], remaining)
+            if not readable:
+                raise subprocess.TimeoutExpired("zygote job", timeout or 0.0)
+            try:
+                chunk = self.link.recv(64)
+            except OSError:
+                chunk = b""
+            self._said += chunk
+            self._parse(ended=not chunk)
+        return self.returncode
+
+    def _parse(self, *, ended: bool) -> None:
+        said = self._said
+        if said.startswith(b"1"):
+            self.set_up, said = True, said[1:]
+        if said.startswith(b"S") and len(said) >= 5:
+            self.returncode = struct.unpack("!i", said[1:5])[0]
+        elif ended:
+            self.returncode = 128 + signal.SIGKILL
+
+    def kill(self, group: cgroups.JobCgroup | None) -> None:
+        """SIGKILL everything of the job: its cgroup, or (without one) the keeper's
+        process group, whose init takes the job's pid namespace with it."""
+        if group is not None:
+            if not group.kill_all():
+                log.error("processes of a finished job survive in its cgroup: %s", group.pids())
+            return
+        if self.pid is not None and self.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        with contextlib.suppress(OSError):
+            self.link.close()
+
+
+def start(argv: list[str], fds: tuple[int, ...], control: socket.socket, **parts: Any) -> Zygote:
+    """Runs `argv` (the bubblewrap chain ending in ZYGOTE_COMMAND and its fd arguments),
+    passing `fds`; `control` is the worker's end of the control socket."""
+    stderr = tempfile.TemporaryFile(prefix="gradlab-zygote-")  # noqa: SIM115
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            pass_fds=fds,
+            start_new_session=True,
+            env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+            cwd="/",
+        )
+    except OSError as error:
+        stderr.close()
+        raise InfrastructureError(f"cannot start the zygote ({argv[0]}): {error}") from error
+    return Zygote(process, control, stderr=stderr, **parts)
+
+
+def _hello(link: socket.socket, host_uid: int) -> int:
+    """The keeper's host pid, from the credentials the kernel attached to its "H"."""
+    link.settimeout(HELLO_TIMEOUT_S)
+    try:
+        message, ancillary, _, _ = link.recvmsg(1, socket.CMSG_SPACE(_CREDENTIALS.size))
+    except OSError as error:
+        raise InfrastructureError(f"the zygote's job did not start: {error}") from error
+    finally:
+        link.settimeout(None)
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            pid, uid, _ = _CREDENTIALS.unpack(data[: _CREDENTIALS.size])
+            if message == b"H" and uid == host_uid and pid > 0:
+                return int(pid)
+    raise InfrastructureError("the zygote's job did not start (no hello with credentials)")
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)

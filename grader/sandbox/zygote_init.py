@@ -1,0 +1,383 @@
+"""The zygote: a torch-loaded process inside a bubblewrap sandbox that forks one freshly
+isolated sandbox per job (grader/sandbox/zygote.py starts it and talks to it).
+
+Run inside bwrap (`python -I -B -c <this file's source> <control fd> <filter fd>`, with
+`--as-pid-1`, as the unprivileged sandbox user, under the zygote seccomp filter: the job
+filter plus unshare and mount). At start it reads the job filter (classic BPF, from the
+worker) and makes itself non-dumpable; imports numpy, torch and the harness's modules;
+compiles /harness/main.py; collects and freezes its heap (`gc.freeze()`: forked children
+then share its pages); says "R" on the control socket. It never runs nor reads job code,
+input or output: per job it receives, on the control socket (SOCK_SEQPACKET), one JSON
+header from the worker (the job's rlimits and /tmp size) and four descriptors (the job's
+link to the worker, stdin's read end, stdout's and stderr's write ends), forks, and closes
+its copies.
+
+The fork, the job's *keeper*, isolates itself before any job data is read:
+
+    keeper   setsid; the four descriptors at 0-3 and every other one closed (after a
+             gc.collect(): a later collection could close a reused number); says "H" on
+             the link (the worker learns its host pid from SCM_CREDENTIALS and moves it
+             into the job's cgroups) and waits for "J"; unshares user, mount, pid, ipc,
+             net and uts namespaces (uid and gid mapped to themselves, setgroups denied);
+             makes / private, mounts a fresh size-capped /tmp and a fresh read-only
+             /dev/shm; sets the rlimits; forks the job's init; holds only the link; says
+             "1" when the init reports its set-up done, then "S" and the init's exit
+             status (4 bytes, big endian) when it ends.
+    init     pid 1 of the new pid namespace: mounts a fresh /proc; forbids further user
+             namespaces (user.max_user_namespaces = 0 in its namespace); drops every
+             capability (bounding, ambient, effective, permitted, inheritable); sets
+             no-new-privs and non-dumpable; loads the job seccomp filter (the same one
+             a cold sandbox gets: no unshare, mount, ptrace...); forks the harness;
+             then, like sandbox_init.py, holds nothing and reaps until the harness exits.
+    harness  pid 2: RNGs reseeded (Python's from the kernel, numpy's too, torch's to its
+             fresh-interpreter default), then /harness/main.py runs as `__main__`, on
+             fds 0-2, exactly as in a cold sandbox (trusted parent, learner child).
+
+The filter stack keeps unshare and mount away from the job: the zygote's filter allows
+them, the job's (loaded on top, by init) refuses them, and the strictest answer wins.
+"""
+
+import builtins
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import random
+import select
+import socket
+import struct
+import sys
+from types import CodeType
+
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+CAPABILITY_VERSION_3 = 0x20080522
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+SHM_BYTES = 4096  # read-only, as in a cold sandbox (its /dev is read-only)
+
+HARNESS_DIR = "/harness"
+HARNESS_MAIN = f"{HARNESS_DIR}/main.py"
+WORKDIR = "/tmp"
+MAX_HEADER = 4096
+MAX_FDS = 4
+LINK_FD = 3  # the keeper's link to the worker
+SETUP_FAILED = 125
+REAP_EVERY_S = 1.0
+TORCH_DEFAULT_SEED = 67280421310721  # a fresh interpreter's torch.initial_seed()
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]  # fmt: skip
+
+
+def check(result: int, what: str) -> None:
+    if result != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{what}: {os.strerror(number)}")
+
+
+# --- the zygote ---------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> None:
+    control = socket.socket(fileno=int(argv[1]))
+    program = read_all(int(argv[2]))
+    check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    harness = preload()
+    gc.collect()
+    gc.freeze()
+    control.sendall(b"R")
+    while True:
+        reap()
+        readable, _, _ = select.select([control], [], [], REAP_EVERY_S)
+        if not readable:
+            continue
+        header, fds = receive(control)
+        if header is None:
+            os._exit(0)  # the worker is gone
+        if len(fds) != MAX_FDS:
+            close_all(fds)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            keeper(control, header, fds, program, harness)
+        close_all(fds)
+
+
+def read_all(fd: int) -> bytes:
+    data = b""
+    while chunk := os.read(fd, 65536):
+        data += chunk
+    os.close(fd)
+    return data
+
+
+def preload() -> CodeType:
+    """Imports what every job needs; returns main.py compiled (run per job)."""
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+
+    if HARNESS_DIR not in sys.path:
+        sys.path.insert(0, HARNESS_DIR)
+    for name in sorted(os.listdir(HARNESS_DIR)):
+        if name.endswith(".py") and name != "main.py":
+            __import__(name[:-3])
+    with open(HARNESS_MAIN, encoding="utf-8") as source:
+        return compile(source.read(), HARNESS_MAIN, "exec")
+
+
+def receive(control: socket.socket) -> tuple[dict | None, list[int]]:
+    space = socket.CMSG_SPACE(MAX_FDS * 4)
+    message, ancillary, _, _ = control.recvmsg(MAX_HEADER, space)
+    fds: list[int] = []
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(data) - len(data) % 4
+            fds += list(struct.unpack(f"{usable // 4}i", data[:usable]))
+    if not message:
+        close_all(fds)
+        return None, []
+    try:
+        header = json.loads(message)
+    except ValueError:
+        header = {}
+    return (header if isinstance(header, dict) else {}), fds
+
+
+def close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# --- one job: the keeper ------------------------------------------------------------------
+
+
+def keeper(
+    control: socket.socket, header: dict, fds: list[int], program: bytes, code: CodeType
+) -> None:
+    status = SETUP_FAILED
+    try:
+        os.close(control.detach())
+        os.setsid()
+        place(fds)
+        say(b"H")
+        if os.read(LINK_FD, 1) != b"J":
+            os._exit(SETUP_FAILED)
+        isolate(header)
+        marker_read, marker_write = os.pipe()
+        init = os.fork()
+        if init == 0:
+            os.close(LINK_FD)
+            os.close(marker_read)
+            job_init(marker_write, program, code)
+        os.close(marker_write)
+        hold_only_the_link()
+        if os.read(marker_read, 1) == b"1":
+            say(b"1")
+        os.close(marker_read)
+        status = wait_for(init)
+    except BaseException as error:  # reported, never raised into the zygote
+        with contextlib.suppress(OSError):
+            os.write(2, f"gradlab zygote: job set-up failed: {error}\n".encode())
+    try:
+        say(b"S" + struct.pack("!i", status))
+    finally:
+        os._exit(0)
+
+
+def place(fds: list[int]) -> None:
+    """The link at 3, the job's stdin, stdout, stderr at 0-2; nothing else open."""
+    link, stdin, stdout, stderr = fds
+    moved = [os.dup(fd) for fd in (stdin, stdout, stderr, link)]
+    for target, fd in enumerate(moved):
+        os.dup2(fd, target)
+    gc.collect()  # before closing: a collection after it could close a reused number
+    os.closerange(LINK_FD + 1, os.sysconf("SC_OPEN_MAX"))
+
+
+def say(message: bytes) -> None:
+    os.write(LINK_FD, message)
+
+
+def isolate(header: dict) -> None:
+    """Fresh namespaces, /tmp and /dev/shm, and the job's rlimits."""
+    uid, gid = os.getuid(), os.getgid()
+    check(libc.unshare(NAMESPACES), "unshare")
+    # Its own /proc files are root's while it is non-dumpable (no job code can see this
+    # process: the job lives in the new pid namespace, below it).
+    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    write("/proc/self/setgroups", "deny")
+    write("/proc/self/uid_map", f"{uid} {uid} 1")
+    write("/proc/self/gid_map", f"{gid} {gid} 1")
+    check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    size = int(header["tmpfs_bytes"])
+    mount("tmpfs", WORKDIR, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    shm_flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
+    mount("tmpfs", "/dev/shm", "tmpfs", shm_flags, f"size={SHM_BYTES},mode=1777")
+    import resource
+
+    for number, soft, hard in header["rlimits"]:
+        resource.setrlimit(int(number), (int(soft), int(hard)))
+
+
+def write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as file:
+        file.write(text)
+
+
+def mount(source: str | None, target: str, kind: str | None, flags: int, data: str | None) -> None:
+    def raw(value: str | None) -> bytes | None:
+        return value.encode() if value is not None else None
+
+    check(libc.mount(raw(source), raw(target), raw(kind), flags, raw(data)), f"mount {target}")
+
+
+def hold_only_the_link() -> None:
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def wait_for(child: int) -> int:
+    """The exit status of `child` in the shell's encoding, reaping every orphan met."""
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return SETUP_FAILED
+        if pid == child:
+            return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+# --- one job: its init (pid 1) ------------------------------------------------------------
+
+
+def job_init(marker: int, program: bytes, code: CodeType) -> None:
+    try:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        write("/proc/sys/user/max_user_namespaces", "0")
+        drop_privileges()
+        load_filter(program)
+        os.chdir(WORKDIR)
+        os.write(marker, b"1")
+        os.close(marker)
+    except BaseException as error:
+        try:
+            os.write(2, f"gradlab zygote: sandbox set-up failed: {error}\n".encode())
+        finally:
+            os._exit(SETUP_FAILED)
+    harness = os.fork()
+    if harness == 0:
+        run_harness(code)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    os._exit(wait_for(harness))
+
+
+def drop_privileges() -> None:
+    with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as file:
+        last = int(file.read())
+    for capability in range(last + 1):
+        check(libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0), "prctl(PR_CAPBSET_DROP)")
+    check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT)")
+    header = _CapHeader(CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    check(libc.capset(ctypes.byref(header), data), "capset")
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+
+
+def load_filter(program: bytes) -> None:
+    if not program or len(program) % 8:
+        raise OSError("no usable seccomp program")
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _Program(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+
+
+# --- one job: the harness (pid 2) ---------------------------------------------------------
+
+
+def run_harness(code: CodeType) -> None:
+    status = 1
+    try:
+        reseed()
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.argv = [HARNESS_MAIN]
+        status = 0
+        try:
+            names = {"__name__": "__main__", "__file__": HARNESS_MAIN, "__builtins__": builtins}
+            exec(code, names)
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+            if not isinstance(stop.code, int | None):
+                print(stop.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
+
+
+def reseed() -> None:
+    """As a fresh interpreter would be: Python's and numpy's generators from the kernel,
+    torch's at its default seed (the zygote never drew from any of them)."""
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(TORCH_DEFAULT_SEED)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
