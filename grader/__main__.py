@@ -9,11 +9,12 @@
 Everything is built here from the command line, with the same environment variables as
 the platform's settings for defaults: `--sandbox` (GRADLAB_SANDBOX, default bubblewrap)
 configured by the other GRADLAB_SANDBOX* variables (grader.sandbox.config.SandboxConfig),
-`--device` (GRADLAB_DEVICE, default cpu), `--cache-dir` (GRADLAB_CACHE_DIR, default
-var/reference-cache). The seed defaults to grader.engine.DEV_SEED (a fixed development
-seed); `--seed` overrides it. Exit status: 0 when everything is as declared / the answer
-passes / no mutant survives undeclared, 1 otherwise, 2 for a malformed package or bad
-arguments, 3 for a sandbox fault.
+`--zygote` (GRADLAB_SANDBOX_ZYGOTE, default off: bubblewrap forks each CPU job from a
+torch-loaded zygote), `--device` (GRADLAB_DEVICE, default cpu), `--cache-dir`
+(GRADLAB_CACHE_DIR, default var/reference-cache). The seed defaults to
+grader.engine.DEV_SEED (a fixed development seed); `--seed` overrides it. Exit status: 0
+when everything is as declared / the answer passes / no mutant survives undeclared, 1
+otherwise, 2 for a malformed package or bad arguments, 3 for a sandbox fault.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ DEVICES = ("cpu", "cuda")
 
 def _sandbox(args: argparse.Namespace) -> Sandbox:
     config = SandboxConfig.from_environ(os.environ)
-    return build_backend(dataclasses.replace(config, backend=args.sandbox))
+    return build_backend(dataclasses.replace(config, backend=args.sandbox, zygote=args.zygote))
 
 
 def _cache(args: argparse.Namespace) -> ReferenceCache:
@@ -178,6 +179,14 @@ def _common(command: argparse.ArgumentParser, environ: Mapping[str, str]) -> Non
     cache_dir = environ.get("GRADLAB_CACHE_DIR") or DEFAULT_CACHE_DIR
     command.add_argument("--seed", type=int, default=DEV_SEED, help=f"default {DEV_SEED}")
     command.add_argument("--sandbox", default=backend, help=f"backend (now {backend})")
+    zygote = SandboxConfig.from_environ(environ).zygote
+    command.add_argument(
+        "--zygote",
+        action=argparse.BooleanOptionalAction,
+        default=zygote,
+        help="bubblewrap: fork each CPU job, freshly isolated, from a torch-loaded zygote "
+        f"(GRADLAB_SANDBOX_ZYGOTE; now {'on' if zygote else 'off'})",
+    )
     command.add_argument("--device", default=device, help=f"cpu or cuda (now {device})")
     command.add_argument("--cache-dir", default=cache_dir, help=f"now {cache_dir}")
 

@@ -187,6 +187,12 @@ class BubblewrapSandbox:
 
     # --- the zygote -----------------------------------------------------------------------
 
+    def zygote_pid(self) -> int | None:
+        """The host pid of the running zygote's chain (its outer bwrap), if any."""
+        with self._zygote_lock:
+            current = self._zygote
+        return current.process.pid if current is not None and current.alive() else None
+
     def _ready_zygote(self, tools: _Tools) -> zygotes.Zygote | None:
         """The running zygote, replaced when dead, worn out or out of date; None when none
         can start (the job then runs cold)."""

@@ -9,6 +9,9 @@ platform (platform/submissions/grading.py) or from the environment by the comman
     GRADLAB_SANDBOX_PUBLISH_DIR  publish_root   bubblewrap: where the harness is published
     GRADLAB_SANDBOX_USER         user           bubblewrap: the host user a root worker drops to
     GRADLAB_SANDBOX_WARM         warm           bubblewrap: keep a torch-loaded spare sandbox
+    GRADLAB_SANDBOX_ZYGOTE       zygote         bubblewrap: fork CPU jobs from a torch-loaded
+                                                zygote, each freshly isolated (zygote.py)
+    GRADLAB_ZYGOTE_JOBS          zygote_jobs    bubblewrap: jobs per zygote before it is replaced
     GRADLAB_CGROUP_PARENT        cgroup_parent  bubblewrap: the cgroup job groups go below
     GRADLAB_SANDBOX_IMAGE        image          docker: the sandbox image
     GRADLAB_DEVICE               gpu            docker: "cuda" gives cuda jobs the GPU
@@ -29,6 +32,7 @@ DEFAULT_RUNTIME_DIR = Path("/opt/gradlab/sandbox-env")
 PACKAGE_HARNESS = Path(__file__).resolve().parents[1] / "harness"
 DEFAULT_USER = "gradlab-sandbox"
 DEFAULT_IMAGE = "gradlab-sandbox:latest"
+DEFAULT_ZYGOTE_JOBS = 500  # grader.sandbox.zygote.DEFAULT_MAX_JOBS
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 ENVIRONMENT = {
@@ -38,6 +42,8 @@ ENVIRONMENT = {
     "GRADLAB_SANDBOX_PUBLISH_DIR": "publish_root",
     "GRADLAB_SANDBOX_USER": "user",
     "GRADLAB_SANDBOX_WARM": "warm",
+    "GRADLAB_SANDBOX_ZYGOTE": "zygote",
+    "GRADLAB_ZYGOTE_JOBS": "zygote_jobs",
     "GRADLAB_CGROUP_PARENT": "cgroup_parent",
     "GRADLAB_SANDBOX_IMAGE": "image",
     "GRADLAB_DEVICE": "gpu",
@@ -54,6 +60,8 @@ class SandboxConfig:
     publish_root: Path | None = None  # None: grader.sandbox.publish.DEFAULT_PUBLISH_ROOT
     user: str = DEFAULT_USER
     warm: bool = False
+    zygote: bool = False
+    zygote_jobs: int = DEFAULT_ZYGOTE_JOBS
     cgroup_parent: str | None = None
     image: str = DEFAULT_IMAGE
     gpu: bool = False  # docker: this worker serves the GPU queue
@@ -63,6 +71,8 @@ class SandboxConfig:
             raise InfrastructureError(
                 f"unknown sandbox backend {self.backend!r}: expected one of {BACKENDS}"
             )
+        if self.zygote_jobs < 1:
+            raise InfrastructureError(f"zygote_jobs must be at least 1, not {self.zygote_jobs}")
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> SandboxConfig:
@@ -79,8 +89,10 @@ class SandboxConfig:
                 continue
             if field_name == "gpu":
                 values["gpu"] = raw == "cuda"
-            elif field_name == "warm":
-                values["warm"] = _flag(name, raw)
+            elif field_name in {"warm", "zygote"}:
+                values[field_name] = _flag(name, raw)
+            elif field_name == "zygote_jobs":
+                values[field_name] = _count(name, raw)
             elif field_name in {"runtime_dir", "harness_dir", "publish_root"}:
                 values[field_name] = Path(raw)
             else:
@@ -103,12 +115,21 @@ def build_backend(config: SandboxConfig) -> Sandbox:
         user=config.user,
         warm=config.warm,
         cgroup_parent=config.cgroup_parent,
+        zygote=config.zygote,
+        zygote_jobs=config.zygote_jobs,
     )
 
 
 def backend_from_environ(environ: Mapping[str, str] | None = None) -> Sandbox:
     """The backend the environment describes: for the command line (python -m grader)."""
     return build_backend(SandboxConfig.from_environ(environ))
+
+
+def _count(name: str, raw: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InfrastructureError(f"{name}={raw!r}: expected a whole number") from None
 
 
 def _flag(name: str, raw: str) -> bool:

@@ -42,6 +42,7 @@ from typing import IO, Any
 
 from grader.protocol import InfrastructureError
 from grader.sandbox import cgroups
+from grader.sandbox.config import DEFAULT_ZYGOTE_JOBS
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ ZYGOTE_COMMAND = ("python", "-I", "-B", "-c", ZYGOTE_SOURCE)
 READY_TIMEOUT_S = 300.0  # importing torch on a loaded 2-core host can take tens of seconds
 HELLO_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
-DEFAULT_MAX_JOBS = 500
+DEFAULT_MAX_JOBS = DEFAULT_ZYGOTE_JOBS
 STDERR_TAIL = 2000
 # The zygote's own group: its memory (torch loaded) and the keepers it has just forked.
 ZYGOTE_LIMITS = cgroups.JobLimits(memory_bytes=2048 * 1024 * 1024, pids=128, cpus=1.0)
@@ -116,7 +117,9 @@ class Zygote:
         finally:
             child_link.close()
             _close([pipes[0][0], pipes[1][1], pipes[2][1]])
-        streams = (os.fdopen(fd, mode, 0) for fd, mode in zip(ours, ("wb", "rb", "rb"), strict=True))
+        streams = (
+            os.fdopen(fd, mode, 0) for fd, mode in zip(ours, ("wb", "rb", "rb"), strict=True)
+        )
         job = ZygoteJob(link, *streams)
         try:
             job.pid = _hello(link, self.identity.host_uid)

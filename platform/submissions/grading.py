@@ -28,6 +28,8 @@ def sandbox_config() -> Any:
         else None,
         user=settings.GRADLAB_SANDBOX_USER,
         warm=settings.GRADLAB_SANDBOX_WARM,
+        zygote=settings.GRADLAB_SANDBOX_ZYGOTE,
+        zygote_jobs=settings.GRADLAB_ZYGOTE_JOBS,
         cgroup_parent=settings.GRADLAB_CGROUP_PARENT or None,
         image=settings.GRADLAB_SANDBOX_IMAGE,
         gpu=settings.GRADLAB_DEVICE == "cuda",

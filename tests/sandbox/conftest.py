@@ -23,9 +23,23 @@ from grader.sandbox.base import Sandbox
 from grader.sandbox.bubblewrap import BubblewrapSandbox
 
 
-@pytest.fixture
-def bubblewrap_raw() -> BubblewrapSandbox:
-    """The real bubblewrap backend, running the raw test harness instead of the real one."""
+@pytest.fixture(scope="session")
+def zygote_raw() -> Iterator[BubblewrapSandbox]:
+    """One bubblewrap backend in zygote mode running the raw test harness, for the whole
+    session (its zygote imports torch once)."""
+    backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(params=["cold", "zygote"])
+def bubblewrap_raw(
+    request: pytest.FixtureRequest, zygote_raw: BubblewrapSandbox
+) -> BubblewrapSandbox:
+    """The real bubblewrap backend, running the raw test harness instead of the real one:
+    a fresh sandbox per job ("cold"), or forked per job by the zygote ("zygote")."""
+    if request.param == "zygote":
+        return zygote_raw
     return BubblewrapSandbox(harness_dir=RAW_HARNESS)
 
 
@@ -51,6 +65,7 @@ def run_raw(bubblewrap_raw: BubblewrapSandbox) -> Iterator[RawRun]:
 BACKEND_PARAMS = [
     "bubblewrap",
     "bubblewrap-warm",
+    "bubblewrap-zygote",
     pytest.param("docker", marks=pytest.mark.docker),
 ]
 
@@ -58,7 +73,8 @@ BACKEND_PARAMS = [
 @pytest.fixture(scope="module", params=BACKEND_PARAMS)
 def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """Each real sandbox backend, with the real harness ("bubblewrap-warm": bubblewrap
-    with warm spare sandboxes, torch imported before the job arrives). One per module and
+    with warm spare sandboxes, torch imported before the job arrives; "bubblewrap-zygote":
+    each job forked, freshly isolated, by a torch-loaded zygote). One per module and
     backend: a module's tests run backend by backend, in file order."""
     if request.param == "docker":
         reason = docker_unavailable_reason()
@@ -66,9 +82,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
             if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
                 pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
             pytest.skip(reason)
-    if request.param == "bubblewrap-warm":
-        warm = BubblewrapSandbox(warm=True)
-        yield warm
-        warm.close()
+    if request.param in {"bubblewrap-warm", "bubblewrap-zygote"}:
+        kept = BubblewrapSandbox(**{request.param.split("-")[1]: True})
+        yield kept
+        kept.close()
         return
     yield get_backend(request.param)

@@ -51,6 +51,8 @@ def test_each_variable_sets_its_field(tmp_path: Path) -> None:
             "GRADLAB_SANDBOX_PUBLISH_DIR": str(tmp_path / "published"),
             "GRADLAB_SANDBOX_USER": "someone",
             "GRADLAB_SANDBOX_WARM": "yes",
+            "GRADLAB_SANDBOX_ZYGOTE": "on",
+            "GRADLAB_ZYGOTE_JOBS": "7",
             "GRADLAB_CGROUP_PARENT": "/gradlab.slice",
             "GRADLAB_SANDBOX_IMAGE": "registry.example.org/sandbox:1",
             "GRADLAB_DEVICE": "cuda",
@@ -63,6 +65,8 @@ def test_each_variable_sets_its_field(tmp_path: Path) -> None:
         publish_root=tmp_path / "published",
         user="someone",
         warm=True,
+        zygote=True,
+        zygote_jobs=7,
         cgroup_parent="/gradlab.slice",
         image="registry.example.org/sandbox:1",
         gpu=True,
@@ -74,15 +78,22 @@ def test_a_malformed_flag_or_backend_is_refused_with_its_name() -> None:
         SandboxConfig.from_environ({"GRADLAB_SANDBOX_WARM": "maybe"})
     with pytest.raises(InfrastructureError, match="unknown sandbox backend 'firejail'"):
         SandboxConfig.from_environ({"GRADLAB_SANDBOX": "firejail"})
+    with pytest.raises(InfrastructureError, match="GRADLAB_ZYGOTE_JOBS='many'"):
+        SandboxConfig.from_environ({"GRADLAB_ZYGOTE_JOBS": "many"})
+    with pytest.raises(InfrastructureError, match="zygote_jobs must be at least 1"):
+        SandboxConfig.from_environ({"GRADLAB_ZYGOTE_JOBS": "0"})
 
 
 def test_the_config_builds_the_backend_it_describes(tmp_path: Path) -> None:
     bubblewrap = build_backend(
-        SandboxConfig(runtime_dir=tmp_path, user="someone", warm=True, cgroup_parent="/x")
+        SandboxConfig(
+            runtime_dir=tmp_path, user="someone", warm=True, cgroup_parent="/x", zygote=True
+        )
     )
     assert isinstance(bubblewrap, BubblewrapSandbox)
     assert (bubblewrap.runtime_dir, bubblewrap.user_name) == (tmp_path, "someone")
     assert (bubblewrap.warm, bubblewrap.cgroup_parent) == (True, "/x")
+    assert (bubblewrap.zygote, bubblewrap.zygote_jobs) == (True, 500)
     docker = build_backend(SandboxConfig(backend="docker", image="img:1", gpu=True))
     assert isinstance(docker, DockerSandbox)
     assert (docker.image, docker.gpu) == ("img:1", True)

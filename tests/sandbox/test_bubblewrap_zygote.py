@@ -1,0 +1,281 @@
+"""The zygote (bubblewrap, zygote=True / GRADLAB_SANDBOX_ZYGOTE=1): one torch-loaded
+process forks every job, and each job is isolated as if its sandbox were fresh. Job A
+leaves behind everything it can; job B, later or at the same time, must see none of it.
+
+(Every raw-harness test of the bubblewrap backend and every containment attack also runs
+in zygote mode: see the `bubblewrap_raw` and `backend` fixtures in conftest.py.)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import secrets
+import shutil
+import signal
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import RAW_HARNESS, assert_no_leftovers, gradlab_cgroups, job_prefix, raw_job
+
+from grader.protocol import Limits, RunStatus, SandboxRequest, SandboxResult
+from grader.sandbox.bubblewrap import BubblewrapSandbox
+
+pytestmark = pytest.mark.sandbox
+
+MAGIC = 1234.5  # the value job A's tensor is filled with
+SHM_KEY = 0x6772_6C62
+SOCKET_NAME = "gradlab-leak-test"
+WATCH_TIMEOUT_S = 60.0
+
+# Job A: leaves every kind of state it can, then (when LINGER) stays alive while B runs.
+LEAVER = """
+import builtins, ctypes, os, random, socket, subprocess, sys, time
+import torch
+open("/tmp/left-by-a", "w").write("a")
+os.environ["LEFT_BY_A"] = "1"
+builtins.LEFT_BY_A = True
+torch.add = lambda *args, **kwargs: "patched by A"
+random.seed(42)
+torch.manual_seed(42)
+kept = torch.full((64, 1024, 1024), MAGIC)  # 256 MB
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind("\\0" + SOCKET_NAME)
+listener.listen()
+named = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+named.bind("/tmp/left-socket")
+named.listen()
+libc = ctypes.CDLL(None, use_errno=True)
+segment = libc.shmget(SHM_KEY, 4096, 0o1666)  # IPC_CREAT | 0666
+assert segment >= 0, ctypes.get_errno()
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # TOKEN"],
+                 start_new_session=True)
+print("left", flush=True)
+if LINGER:
+    time.sleep(60)
+"""
+
+# Job B: reports whatever of A it can find.
+LOOKER = """
+import builtins, ctypes, errno, json, os, random, socket
+import torch
+seen = {"tmp": sorted(os.listdir("/tmp")), "env": "LEFT_BY_A" in os.environ,
+        "builtins": hasattr(builtins, "LEFT_BY_A"),
+        "torch_add": str(torch.add(torch.ones(1), torch.ones(1)).tolist()),
+        "random": random.random() == random.Random(42).random(),
+        "torch_seed": torch.initial_seed(),
+        "processes": sorted(p for p in os.listdir("/proc") if p.isdigit()),
+        "cmdlines": [open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+                     for p in os.listdir("/proc") if p.isdigit()]}
+probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    probe.connect("\\0" + SOCKET_NAME)
+    seen["abstract_socket"] = "connected"
+except OSError as error:
+    seen["abstract_socket"] = errno.errorcode[error.errno]
+libc = ctypes.CDLL(None, use_errno=True)
+seen["shm"] = libc.shmget(SHM_KEY, 0, 0) >= 0 or errno.errorcode[ctypes.get_errno()]
+fresh = torch.empty((64, 1024, 1024))
+seen["magic_in_fresh_memory"] = bool((fresh == MAGIC).any())
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture
+def zygote_backend() -> Iterator[BubblewrapSandbox]:
+    backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
+    yield backend
+    backend.close()
+
+
+def source(code: str, linger: bool = False) -> str:
+    names = f"MAGIC = {MAGIC!r}\nSHM_KEY = {SHM_KEY}\nSOCKET_NAME = {SOCKET_NAME!r}\n"
+    return f"{names}LINGER = {linger}\n{textwrap.dedent(code)}"
+
+
+def run(backend: BubblewrapSandbox, prefix: str, code: str, **limits: object) -> SandboxResult:
+    request = SandboxRequest(
+        f"{prefix}-{secrets.token_hex(2)}", raw_job(code), Limits().replace(**limits)
+    )
+    return backend.run(request)
+
+
+def looked(result: SandboxResult) -> dict:
+    assert result.status is RunStatus.OK, (result.status, result.message, result.stdout[-800:])
+    loaded: dict = json.loads(result.stdout.decode().strip().splitlines()[-1])
+    return loaded
+
+
+def assert_sees_nothing_of_a(seen: dict) -> None:
+    assert seen["tmp"] == []
+    assert seen["env"] is False and seen["builtins"] is False
+    assert seen["torch_add"] == "[2.0]"
+    assert seen["random"] is False
+    assert seen["torch_seed"] == torch_default_seed()
+    assert seen["processes"] == ["1", "2"], seen["cmdlines"]  # init and the job itself
+    assert not [c for c in seen["cmdlines"] if "TOKEN" in c]
+    assert seen["abstract_socket"] == "ECONNREFUSED"
+    assert seen["shm"] == "ENOENT"
+    assert seen["magic_in_fresh_memory"] is False
+
+
+def torch_default_seed() -> int:
+    """What torch.initial_seed() is in a fresh interpreter."""
+    from grader.sandbox import zygote_init
+
+    return zygote_init.TORCH_DEFAULT_SEED
+
+
+def test_a_later_job_sees_nothing_an_earlier_job_left(zygote_backend: BubblewrapSandbox) -> None:
+    prefix = job_prefix()
+    left = run(zygote_backend, prefix, source(LEAVER), memory_mb=1024)
+    assert left.status is RunStatus.OK and left.stdout.strip() == b"left", left.message
+    assert_sees_nothing_of_a(looked(run(zygote_backend, prefix, source(LOOKER), memory_mb=1024)))
+    assert_no_leftovers(prefix)  # A's detached sleeper died with A's job
+
+
+def test_a_concurrent_job_sees_nothing_of_a_job_still_running(
+    zygote_backend: BubblewrapSandbox,
+) -> None:
+    prefix = job_prefix()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        lingering = pool.submit(
+            run, zygote_backend, f"{prefix}-a", source(LEAVER, linger=True),
+            memory_mb=1024, wall_seconds=20,
+        )  # fmt: skip
+        assert _sleeper_started(f"{prefix}-a", until=lingering), lingering.result().message
+        seen = looked(run(zygote_backend, prefix, source(LOOKER), memory_mb=1024))
+        assert not lingering.done()  # A was alive, its sockets listening, all along
+        assert_sees_nothing_of_a(seen)
+        assert lingering.result().status is RunStatus.TIMEOUT
+    assert_no_leftovers(prefix)
+
+
+def _sleeper_started(prefix: str, until: concurrent.futures.Future[SandboxResult]) -> bool:
+    """True once job A's detached sleeper runs (A has left everything by then)."""
+    deadline = time.monotonic() + WATCH_TIMEOUT_S
+    while not until.done() and time.monotonic() < deadline:
+        for folder in (c for c in gradlab_cgroups() if c.name.startswith(prefix)):
+            for pid in _read(folder / "cgroup.procs").split():
+                if "TOKEN" in _read(Path(f"/proc/{pid}/cmdline")):
+                    return True
+        time.sleep(0.05)
+    return False
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_a_job_can_neither_unshare_nor_mount_nor_nest_user_namespaces(
+    zygote_backend: BubblewrapSandbox,
+) -> None:
+    code = """
+    import ctypes, errno, json, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    def outcome(result):
+        return "succeeded" if result == 0 else errno.errorcode[ctypes.get_errno()]
+    status = dict(l.split(":\\t", 1) for l in open("/proc/self/status").read().splitlines())
+    print(json.dumps({
+        "unshare_user": outcome(libc.unshare(0x10000000)),
+        "unshare_mount": outcome(libc.unshare(0x00020000)),
+        "mount": outcome(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None)),
+        "max_user_namespaces": open("/proc/sys/user/max_user_namespaces").read().strip(),
+        "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
+        "nnp": status["NoNewPrivs"].strip(), "seccomp": status["Seccomp"].strip(),
+        "filters": status.get("Seccomp_filters", "").strip(),
+        "pid": os.getpid(), "parent": os.getppid(),
+    }))
+    """
+    seen = looked(run(zygote_backend, job_prefix(), textwrap.dedent(code)))
+    assert seen["unshare_user"] == seen["unshare_mount"] == seen["mount"] == "EPERM"
+    assert seen["max_user_namespaces"] == "0"
+    assert seen["caps"] == ["0000000000000000"] * 5
+    assert seen["nnp"] == "1" and seen["seccomp"] == "2"
+    assert seen["filters"] == "2"  # the zygote's, then the job's on top of it
+    assert seen["pid"] == 2 and seen["parent"] == 1
+
+
+def test_the_zygote_holds_no_descriptor_of_a_running_job(
+    zygote_backend: BubblewrapSandbox,
+) -> None:
+    prefix = job_prefix()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        job = pool.submit(run, zygote_backend, prefix, "import time\ntime.sleep(3)")
+        time.sleep(1.0)  # not an assertion on time: the check below holds at any moment
+        fds = _zygote_fds(zygote_backend)
+        assert job.result().status is RunStatus.OK
+    # its control socket, /dev/null (stdin, stdout) and its own stderr file: no pipe
+    assert fds and not [fd for fd in fds if fd.startswith("pipe:")], fds
+    assert len([fd for fd in fds if fd.startswith("socket:")]) == 1, fds
+
+
+def _zygote_fds(backend: BubblewrapSandbox) -> list[str]:
+    """What the zygote's python (pid 1 of its sandbox) holds open, seen from the host."""
+    pid = backend.zygote_pid()
+    assert pid is not None
+    zygote_cgroups = [c for c in gradlab_cgroups() if c.name.startswith("zygote-")]
+    for folder in zygote_cgroups:
+        for member in _read(folder / "cgroup.procs").split():
+            status = _read(Path(f"/proc/{member}/status"))
+            nspids = next(
+                (ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), []
+            )
+            if nspids[-1:] == ["1"] and len(nspids) == 2:
+                folder_fd = Path(f"/proc/{member}/fd")
+                return sorted(os.readlink(fd) for fd in folder_fd.iterdir())
+    return []
+
+
+def test_the_zygote_is_replaced_after_its_job_quota(tmp_path: Path) -> None:
+    backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True, zygote_jobs=2)
+    prefix = job_prefix()
+    try:
+        pids = []
+        for _ in range(3):
+            assert run(backend, prefix, "pass").status is RunStatus.OK
+            pids.append(backend.zygote_pid())
+        assert pids[0] == pids[1] != pids[2]
+        assert not Path(f"/proc/{pids[0]}").exists() or _is_zombie(pids[0])
+    finally:
+        backend.close()
+
+
+def test_a_dead_zygote_is_replaced_and_the_next_job_runs(
+    zygote_backend: BubblewrapSandbox,
+) -> None:
+    prefix = job_prefix()
+    assert run(zygote_backend, prefix, "pass").status is RunStatus.OK
+    first = zygote_backend.zygote_pid()
+    assert first is not None
+    os.killpg(first, signal.SIGKILL)
+    assert run(zygote_backend, prefix, "print('after')").stdout == b"after\n"
+    assert zygote_backend.zygote_pid() not in {None, first}
+
+
+def test_a_changed_harness_gets_a_new_zygote(tmp_path: Path) -> None:
+    harness = tmp_path / "harness"
+    shutil.copytree(RAW_HARNESS, harness)
+    harness.chmod(0o755)
+    backend = BubblewrapSandbox(harness_dir=harness, zygote=True)
+    prefix, code = job_prefix(), "print(open('/harness/main.py').read().count('changed'))"
+    try:
+        assert run(backend, prefix, code).stdout == b"0\n"
+        first = backend.zygote_pid()
+        main = harness / "main.py"
+        main.write_text(main.read_text() + "\n# changed\n")
+        assert run(backend, prefix, code).stdout == b"1\n"
+        assert backend.zygote_pid() not in {None, first}
+    finally:
+        backend.close()
+
+
+def _is_zombie(pid: int) -> bool:
+    return _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()[:1] == ["Z"]
