@@ -5,14 +5,20 @@
 Measures, through the real sandbox:
   - grading one correct submission with the reference cache empty every run (cold: the
     reference runs too), with it warm (only the learner's run), and (bubblewrap) with a
-    warm spare sandbox that imported torch before the submission arrived;
+    warm spare sandbox that imported torch before the submission arrived, and with the
+    zygote (each job forked, freshly isolated, from a torch-loaded process);
   - the sandbox alone: start-to-exit of an empty job, without torch (a harness that only
-    reads its stdin) and with the real harness on an empty submission (imports torch).
+    reads its stdin) and with the real harness on an empty submission (imports torch),
+    in a cold sandbox and (bubblewrap) forked by the zygote;
+  - (bubblewrap) throughput: gradings a minute (reference cache warm) with CONCURRENCY
+    graders at once, each with its own backend as each Celery worker process has, for
+    the cold, warm-spare and zygote paths, and the ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import math
 import os
 import secrets
@@ -38,6 +44,7 @@ EXERCISES = ROOT / "exercises"
 PREFERRED_EXERCISES = ("chain-rule", "first-gradient")
 DEFAULT_RUNS = 20
 WARM_UP_S = 120.0  # at most, for a warm sandbox to import torch on a busy host
+CONCURRENCY = 2  # graders at once in the throughput figures (make run's worker concurrency)
 # A harness that reads the job and exits: what the sandbox costs without Python's imports.
 EMPTY_HARNESS = "import sys\nsys.stdin.buffer.read()\n"
 
@@ -62,6 +69,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'':<46}{'min ms':>10}{'median ms':>10}{'p95 ms':>10}")
     for figures in _measure(package, sandbox, args.runs, args.device):
         print(figures.line(), flush=True)
+    if sandbox.name == "bubblewrap":
+        print(f"\ngradings a minute, {CONCURRENCY} at once, reference cache warm", flush=True)
+        rates = {}
+        for path in ("cold", "warm", "zygote"):
+            rates[path] = _throughput(package, path, args.runs, args.device)
+            print(f"{path:<46}{rates[path]:>10.0f}", flush=True)
+        ratios = ", ".join(f"{p} {rates['zygote'] / rates[p]:.1f}x" for p in ("cold", "warm"))
+        print(f"zygote against {ratios}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,6 +121,7 @@ def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iter
         yield Figures("grade, reference cache warm (1 sandbox run)", _times(warm, runs))
         if sandbox.name == "bubblewrap":
             yield _warm_sandbox_figures(package, code, warm_cache, runs, device)
+            yield _zygote_figures(package, code, warm_cache, runs, device)
     if sandbox.name == "bubblewrap":  # other backends bake their harness into the image
         with _empty_harness() as harness:
             empty = get_backend("bubblewrap", harness_dir=harness)
@@ -113,6 +129,62 @@ def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iter
             yield Figures("sandbox, empty job, no torch import", _times(job, runs))
     submission = _empty_submission(sandbox, package, device)
     yield Figures("sandbox, real harness, empty submission", _times(submission, runs))
+    if sandbox.name == "bubblewrap":
+        zygote = BubblewrapSandbox(zygote=True)
+        try:
+            forked = _empty_submission(zygote, package, device)  # starts the zygote
+            yield Figures("sandbox, real harness, empty submission, zygote", _times(forked, runs))
+        finally:
+            zygote.close()
+
+
+def _zygote_figures(
+    package: Package, code: str, cache: ReferenceCache, runs: int, device: str
+) -> Figures:
+    """Each job forked by the zygote (torch imported once, before the first job)."""
+    zygote = BubblewrapSandbox(zygote=True)
+    try:
+        _grade_ok(package, code, zygote, cache, device)  # the first one starts the zygote
+
+        def graded() -> None:
+            _grade_ok(package, code, zygote, cache, device)
+
+        seconds = _times(graded, runs)
+    finally:
+        zygote.close()
+    return Figures("grade, cache warm, zygote", seconds)
+
+
+def _throughput(package: Package, path: str, runs: int, device: str) -> float:
+    """Gradings a minute with CONCURRENCY graders, each grading `runs` submissions back to
+    back with its own backend (as each Celery worker process has its own): "cold", "warm"
+    (a spare sandbox started after each job) or "zygote"."""
+    backends = [
+        BubblewrapSandbox(warm=path == "warm", zygote=path == "zygote") for _ in range(CONCURRENCY)
+    ]
+    code = package.solution
+    with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
+        cache = ReferenceCache(folder)
+        try:
+            for backend in backends:  # fills the cache; starts the spare or the zygote
+                _grade_ok(package, code, backend, cache, device)
+            for backend in backends:
+                if path == "warm" and not backend.wait_until_warm(WARM_UP_S):
+                    raise SystemExit("the warm sandbox did not become ready")
+
+            def grader(backend: BubblewrapSandbox) -> None:
+                for _ in range(runs):
+                    _grade_ok(package, code, backend, cache, device)
+
+            started = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(CONCURRENCY) as pool:
+                for done in [pool.submit(grader, backend) for backend in backends]:
+                    done.result()
+            elapsed = time.perf_counter() - started
+        finally:
+            for backend in backends:
+                backend.close()
+    return CONCURRENCY * runs * 60.0 / elapsed
 
 
 def _warm_sandbox_figures(

@@ -187,13 +187,19 @@ class BubblewrapSandbox:
 
     # --- the zygote -----------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Starts the zygote now (zygote mode), so that the first job need not wait for
+        torch's import; a worker process calls it in the background when it starts."""
+        if self.zygote:
+            self._ready_zygote(self._tools(), for_job=False)
+
     def zygote_pid(self) -> int | None:
         """The host pid of the running zygote's chain (its outer bwrap), if any."""
         with self._zygote_lock:
             current = self._zygote
         return current.process.pid if current is not None and current.alive() else None
 
-    def _ready_zygote(self, tools: _Tools) -> zygotes.Zygote | None:
+    def _ready_zygote(self, tools: _Tools, *, for_job: bool = True) -> zygotes.Zygote | None:
         """The running zygote, replaced when dead, worn out or out of date; None when none
         can start (the job then runs cold)."""
         identity = zygotes.ZygoteIdentity(
@@ -219,7 +225,7 @@ class BubblewrapSandbox:
                     self._zygote_retry_at = time.monotonic() + ZYGOTE_RETRY_S
                     return None
                 self._zygote = current
-            current.jobs += 1
+            current.jobs += for_job
             return current
 
     def _start_zygote(self, tools: _Tools, identity: zygotes.ZygoteIdentity) -> zygotes.Zygote:

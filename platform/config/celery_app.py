@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from typing import Any
 
 from celery import Celery, signals
@@ -19,6 +20,27 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 app = Celery("gradlab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_process_init.connect
+def _prepare_sandbox(**kwargs: object) -> None:
+    """Each worker process starts its sandbox backend's zygote (GRADLAB_SANDBOX_ZYGOTE) in
+    the background, so that its first job does not wait for torch's import (a process
+    must finish its init within seconds: the zygote may take longer)."""
+    from django.conf import settings
+
+    if settings.GRADLAB_SANDBOX != "bubblewrap" or not settings.GRADLAB_SANDBOX_ZYGOTE:
+        return
+    threading.Thread(target=_start_zygote, name="gradlab-zygote-start", daemon=True).start()
+
+
+def _start_zygote() -> None:
+    from submissions import grading
+
+    try:
+        grading.sandbox().prepare()
+    except Exception:  # the first job tries again, and reports what fails
+        logging.getLogger(__name__).exception("cannot start the sandbox's zygote")
 
 
 @signals.worker_init.connect

@@ -10,6 +10,7 @@ from grader import bench
 
 pytestmark = pytest.mark.sandbox
 
+RATE = re.compile(r"^(?P<path>cold|warm|zygote)\s+(?P<rate>\d+)$")
 FIGURES = re.compile(r"^(?P<label>.+?)\s+(?P<min>\d+)\s+(?P<median>\d+)\s+(?P<p95>\d+)$")
 
 
@@ -24,11 +25,16 @@ def test_the_benchmark_prints_min_median_and_p95_for_each_measure(
         "grade, reference cache cold (2 sandbox runs)",
         "grade, reference cache warm (1 sandbox run)",
         "grade, cache warm, sandbox warm (spare ready)",
+        "grade, cache warm, zygote",
         "sandbox, empty job, no torch import",
         "sandbox, real harness, empty submission",
+        "sandbox, real harness, empty submission, zygote",
     }
     for row in rows.values():
         assert int(row["min"]) <= int(row["median"]) <= int(row["p95"])
+    rates = {m["path"]: float(m["rate"]) for m in map(RATE.match, lines) if m}
+    assert set(rates) == {"cold", "warm", "zygote"} and all(r > 0 for r in rates.values())
+    assert lines[-1].startswith("zygote against cold ")
 
 
 def test_p95_is_the_nearest_rank_of_the_sorted_runs() -> None:
