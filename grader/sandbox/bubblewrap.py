@@ -99,6 +99,7 @@ NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset
 # Joins the job's cgroups (as the worker), then execs the rest of the chain.
 # After a zygote failed to start, jobs run cold for this long before it is tried again.
 ZYGOTE_RETRY_S = 60.0
+ZYGOTE_ATTEMPTS = 2  # a job the zygote failed to start is given to a fresh one, once
 
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 
@@ -164,9 +165,9 @@ class BubblewrapSandbox:
         tools = self._tools()
         device, device_note = self._effective_device(request.device)
         if self.zygote and device == "cpu":
-            serving = self._ready_zygote(tools)
-            if serving is not None:
-                return self._run_in_zygote(serving, request, device_note)
+            forked = self._run_forked(tools, request, device_note)
+            if forked is not None:
+                return forked
         started = self._take_spare(request.limits, device) or self._start(
             tools, request, device, warm=False
         )
@@ -274,16 +275,29 @@ class BubblewrapSandbox:
         argv += [tools.bwrap, *bwrap_args, "--seccomp", str(zygote_filter), "--"]
         return [*argv, *zygotes.ZYGOTE_COMMAND, str(control_fd), str(job_filter)]
 
+    def _run_forked(
+        self, tools: _Tools, request: SandboxRequest, device_note: str
+    ) -> SandboxResult | None:
+        """The job, forked by the zygote (a new one if it fails to start the job); None
+        when no zygote can start (the job then runs cold)."""
+        for attempt in range(ZYGOTE_ATTEMPTS):
+            serving = self._ready_zygote(tools)
+            if serving is None:
+                return None
+            try:
+                return self._run_in_zygote(serving, request, device_note)
+            except zygotes.ZygoteFailed:
+                self._drop_zygote(serving)
+                if attempt + 1 == ZYGOTE_ATTEMPTS:
+                    raise
+        return None
+
     def _run_in_zygote(
         self, serving: zygotes.Zygote, request: SandboxRequest, device_note: str
     ) -> SandboxResult:
         group = self._open_cgroup(request.job_id, request.limits)
         try:
-            try:
-                job = serving.fork(self._zygote_header(request.limits, group), group)
-            except InfrastructureError:
-                self._drop_zygote(serving)
-                raise
+            job = serving.fork(self._zygote_header(request.limits, group), group)
             try:
                 outcome = exchange(
                     job,

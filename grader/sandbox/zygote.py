@@ -58,6 +58,11 @@ ZYGOTE_LIMITS = cgroups.JobLimits(memory_bytes=2048 * 1024 * 1024, pids=128, cpu
 _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
+class ZygoteFailed(InfrastructureError):
+    """The zygote could not start a job (before any of the job's data was read): the job
+    may be given to a new zygote."""
+
+
 @dataclass(frozen=True)
 class ZygoteIdentity:
     """What a zygote was started from: a job may use it only while these are current."""
@@ -97,7 +102,15 @@ class Zygote:
             raise InfrastructureError(f"the zygote did not start: {why}")
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        """Running and its control socket open (it never writes after "R": anything
+        readable is its end closing)."""
+        if self.process.poll() is not None:
+            return False
+        try:
+            readable, _, _ = select.select([self.control], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
 
     def fork(self, header: dict[str, Any], group: cgroups.JobCgroup | None) -> ZygoteJob:
         """Starts one job: its keeper is forked, in `group` and isolating itself, when
@@ -113,7 +126,7 @@ class Zygote:
         except OSError as error:
             link.close()
             _close(ours)
-            raise InfrastructureError(f"the zygote does not answer: {error}") from error
+            raise ZygoteFailed(f"the zygote does not answer: {error}") from error
         finally:
             child_link.close()
             _close([pipes[0][0], pipes[1][1], pipes[2][1]])
@@ -242,7 +255,7 @@ def _hello(link: socket.socket, host_uid: int) -> int:
     try:
         message, ancillary, _, _ = link.recvmsg(1, socket.CMSG_SPACE(_CREDENTIALS.size))
     except OSError as error:
-        raise InfrastructureError(f"the zygote's job did not start: {error}") from error
+        raise ZygoteFailed(f"the zygote's job did not start: {error}") from error
     finally:
         link.settimeout(None)
     for level, kind, data in ancillary:
@@ -250,7 +263,7 @@ def _hello(link: socket.socket, host_uid: int) -> int:
             pid, uid, _ = _CREDENTIALS.unpack(data[: _CREDENTIALS.size])
             if message == b"H" and uid == host_uid and pid > 0:
                 return int(pid)
-    raise InfrastructureError("the zygote's job did not start (no hello with credentials)")
+    raise ZygoteFailed("the zygote's job did not start (no hello with credentials)")
 
 
 def _close(fds: list[int]) -> None:

@@ -207,9 +207,10 @@ def test_the_zygote_holds_no_descriptor_of_a_running_job(
     zygote_backend: BubblewrapSandbox,
 ) -> None:
     prefix = job_prefix()
+    zygote_backend.prepare()  # the zygote is running before the job is handed over
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         job = pool.submit(run, zygote_backend, prefix, "import time\ntime.sleep(3)")
-        time.sleep(1.0)  # not an assertion on time: the check below holds at any moment
+        assert _job_running(prefix, until=job)
         fds = _zygote_fds(zygote_backend)
         assert job.result().status is RunStatus.OK
     # its control socket, /dev/null (stdin, stdout) and its own stderr file: no pipe
@@ -217,20 +218,25 @@ def test_the_zygote_holds_no_descriptor_of_a_running_job(
     assert len([fd for fd in fds if fd.startswith("socket:")]) == 1, fds
 
 
+def _job_running(prefix: str, until: concurrent.futures.Future[SandboxResult]) -> bool:
+    """True once the job's keeper, init and harness are all in its cgroup."""
+    deadline = time.monotonic() + WATCH_TIMEOUT_S
+    while not until.done() and time.monotonic() < deadline:
+        for folder in (c for c in gradlab_cgroups() if c.name.startswith(prefix)):
+            if len(_read(folder / "cgroup.procs").split()) >= 3:
+                return True
+        time.sleep(0.02)
+    return False
+
+
 def _zygote_fds(backend: BubblewrapSandbox) -> list[str]:
     """What the zygote's python (pid 1 of its sandbox) holds open, seen from the host."""
-    pid = backend.zygote_pid()
-    assert pid is not None
-    zygote_cgroups = [c for c in gradlab_cgroups() if c.name.startswith("zygote-")]
-    for folder in zygote_cgroups:
-        for member in _read(folder / "cgroup.procs").split():
-            status = _read(Path(f"/proc/{member}/status"))
-            nspids = next(
-                (ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), []
-            )
-            if nspids[-1:] == ["1"] and len(nspids) == 2:
-                folder_fd = Path(f"/proc/{member}/fd")
-                return sorted(os.readlink(fd) for fd in folder_fd.iterdir())
+    bwrap = backend.zygote_pid()
+    assert bwrap is not None
+    for entry in Path("/proc").iterdir():
+        status = _read(entry / "status") if entry.name.isdigit() else ""
+        if f"\nPPid:\t{bwrap}\n" in status:  # bwrap's only child: the zygote's python
+            return sorted(os.readlink(fd) for fd in (entry / "fd").iterdir())
     return []
 
 
