@@ -174,6 +174,21 @@ def test_the_statement_preview_is_sanitised_like_the_learner_page(bob: Any, cata
     assert "<script>" not in html
 
 
+def test_the_statement_preview_puts_the_checks_table_of_the_saved_manifest_at_the_marker(
+    bob: Any,
+) -> None:
+    _create(bob)
+    url = reverse("web:author_statement_preview", args=[MODULE_SLUG, "cube-gradient"])
+
+    html = bob.post(url, {"statement": "# Cubes\n\n<!-- checks -->\n\nGood luck.\n"}).json()
+    stale = bob.post(url, {"statement": "# Cubes\n\n## What is checked\n"}).json()
+
+    before, after = html["html"].split("<h2>What is checked (10 points)</h2>")
+    assert "<h1>Cubes</h1>" in before and "<p>Good luck.</p>" in after
+    assert "<td>x.grad is dy/dx = 3x^2</td>\n<td>6</td>" in after
+    assert stale["html"] == "<h1>Cubes</h1>\n<h2>What is checked</h2>"  # shown as written
+
+
 def test_validate_starts_a_job_the_status_endpoint_shows_and_publish_is_refused(
     bob: Any,
 ) -> None:

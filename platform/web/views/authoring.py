@@ -26,7 +26,7 @@ from courses.statement import render_statement
 from grader import archive
 from grader.checks.registry import REGISTRY
 from grader.diagnose import DIAGNOSES
-from grader.spec import PackageError
+from grader.spec import Package, PackageError
 from submissions.services import submission_preview_create
 from web.manifest_form import FormRows, ManifestFormError, apply_form, form_rows
 
@@ -270,9 +270,22 @@ def _posted_files(request: HttpRequest, exercise: Exercise) -> dict[str, str]:
 def statement_preview(request: HttpRequest, module_slug: str, exercise_slug: str) -> JsonResponse:
     """The statement's HTML as learners would get it (the same Markdown and sanitiser)."""
     module = module_get_reviewed(slug=module_slug, user=request.user)
-    _exercise(module, exercise_slug)
+    exercise = _exercise(module, exercise_slug)
     text = request.POST.get("statement", "")[: archive.DEFAULT_LIMITS.file_bytes]
-    return JsonResponse({"html": render_statement(text)})
+    return JsonResponse({"html": render_statement(_with_checks(exercise, text))})
+
+
+def _with_checks(exercise: Exercise, text: str) -> str:
+    """The statement with its "What is checked" section made from the saved draft's
+    manifest (grader.statement), as learners get it; the text alone when the draft with
+    this statement is not a valid package."""
+    version = authoring.draft_of(exercise)
+    if version is None:
+        return text
+    try:
+        return Package.from_files({**version.files, "statement.md": text}).statement
+    except PackageError:
+        return text
 
 
 @login_required
