@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -168,3 +169,44 @@ def test_a_submission_that_reaches_for_the_harness_is_held_for_review_by_a_real_
     assert any(flag["kind"] == "tamper" for flag in row.report["integrity_flags"])
     seen_by_instructor = api(bob_instructor).get(created["url"]).json()
     assert seen_by_instructor["held_for_review"] is True and seen_by_instructor["checks"]
+
+
+def test_a_worker_in_zygote_mode_grades_right_and_wrong_through_its_processes_zygotes(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    worker = start_worker(GRADLAB_SANDBOX_ZYGOTE="1")
+    client = api(alice_learner)
+    wrong = next(w for w in manifest(E2E_SLUG)["wrong"] if w["diagnosis"] == "hard-coded")
+    right = _submit(client, package_file(E2E_SLUG, "solution.py"))
+    hard_coded = _submit(client, package_file(E2E_SLUG, wrong["file"]))
+
+    graded = [
+        wait_for(lambda s=s: _finished(client, s["url"]), what="grading")
+        for s in (right, hard_coded)
+    ]
+
+    assert graded[0]["status"] == "graded" and graded[0]["passed"] is True
+    assert graded[0]["score"] == graded[0]["max_score"]
+    assert graded[1]["status"] == "graded" and graded[1]["passed"] is False
+    assert {c["diagnosis"] for c in graded[1]["checks"] if not c["passed"]} == {"hard-coded"}
+    children = _children_of(worker.process.pid)
+    assert children and children <= _zygote_owners(), "each worker process keeps a zygote"
+
+
+def _children_of(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if f"\nPPid:\t{pid}\n" in status:
+            found.add(int(entry.name))
+    return found
+
+
+def _zygote_owners() -> set[int]:
+    """The worker pids named by the zygote cgroups that exist now (cgroups.job_name)."""
+    roots = [Path("/sys/fs/cgroup/pids/gradlab"), Path("/sys/fs/cgroup/gradlab")]
+    names = [group.name for root in roots if root.is_dir() for group in root.glob("zygote-*")]
+    return {int(name.split("-")[1]) for name in names}
