@@ -235,11 +235,13 @@ class ModuleArchiveApi(APIView):
         return _download(module_export(module=found, kind=kind), found.slug, kind)
 
     @extend_schema(
+        parameters=[OpenApiParameter("copy", OpenApiTypes.BOOL, description="import as copies")],
         request={media: OpenApiTypes.BINARY for media in ARCHIVE_TYPES},
         responses={200: AuthoringDraftOutput(many=True), **ERRORS},
         description=(
             "Each package of a .tar.gz or .zip (the layout of exercises/) becomes a draft of "
-            "its exercise in this module; nothing is published. A refused archive is a 400 "
+            "its exercise in this module; nothing is published. With ?copy=1 each is a new "
+            "exercise <slug>-<module> (a copy of another module's). A refused archive is a 400 "
             'naming the entry: {"archive": ["..."]}.'
         ),
     )
@@ -248,8 +250,9 @@ class ModuleArchiveApi(APIView):
         data = request.data if isinstance(request.data, bytes) else b""
         try:
             drafts = authoring.module_archive_upload(
-                module=found, data=data, name="upload", user=request.user
-            )
+                module=found, data=data, name="upload", user=request.user,
+                copy=request.query_params.get("copy") in ("1", "true"),
+            )  # fmt: skip
         except archive.spec.PackageError as error:
             raise InvalidInput({"archive": [str(error)]}) from None
         return Response(AuthoringDraftOutput(drafts, many=True, context={"request": request}).data)

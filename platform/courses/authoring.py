@@ -14,6 +14,7 @@ reviewers read and validate.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,6 +28,8 @@ from common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.services import exercise_job_create, version_create, version_publish
 from grader import archive, scaffold, spec
+
+SLUG_LINE = re.compile(r'^slug\s*=\s*"[^"\n]*"', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -241,19 +244,41 @@ def exercise_schedule_set(
 # -- archives and versions ---------------------------------------------------------------
 
 
-def module_archive_upload(*, module: Module, data: bytes, name: str, user: AnyUser) -> list[Draft]:
+def module_archive_upload(
+    *, module: Module, data: bytes, name: str, user: AnyUser, copy: bool = False
+) -> list[Draft]:
     """Every package of an uploaded archive becomes a draft of its exercise in `module`
-    (created if new); a module.toml, if any, orders them. Nothing is published."""
+    (created if new); a module.toml, if any, orders them. Nothing is published. With
+    `copy`, each exercise is a new one, `<slug>-<module slug>` (its manifest's slug line
+    rewritten), so that another module's exercises can be imported beside the originals."""
     tree = archive.tree_of(archive.read_archive(data, name=name), name=name)
+    slugs = {slug: copy_slug(slug, module) if copy else slug for slug in tree.packages}
     with transaction.atomic():
         drafts = [
-            exercise_import(module=module, slug=slug, files=dict(files), user=user)
+            exercise_import(
+                module=module,
+                slug=slugs[slug],
+                files=_renamed(dict(files), slugs[slug]) if copy else dict(files),
+                user=user,
+            )
             for slug, files in tree.packages.items()
         ]
         if tree.module is not None:
             for order, slug in enumerate(tree.module.exercises):
-                Exercise.objects.filter(module=module, slug=slug).update(order=order)
+                target = slugs.get(slug, slug)
+                Exercise.objects.filter(module=module, slug=target).update(order=order)
     return drafts
+
+
+def copy_slug(slug: str, module: Module) -> str:
+    suffix = f"-{module.slug}"
+    return slug if slug.endswith(suffix) else f"{slug}{suffix}"[:100].rstrip("-")
+
+
+def _renamed(files: dict[str, str], slug: str) -> dict[str, str]:
+    manifest = files.get(spec.MANIFEST, "")
+    files[spec.MANIFEST] = SLUG_LINE.sub(f'slug = "{slug}"', manifest, count=1)
+    return files
 
 
 def draft_export(*, exercise: Exercise, kind: str) -> bytes:

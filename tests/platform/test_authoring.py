@@ -433,3 +433,30 @@ def test_a_graded_preview_sends_no_webhook_where_a_learners_grade_does(
 
     assert after_preview == 0
     assert WebhookDelivery.objects.count() == 1
+
+
+def test_a_module_exported_and_imported_as_a_copy_gets_new_exercises_beside_the_originals(
+    bob_instructor: Any,
+) -> None:
+    from courses.authoring import module_archive_upload, module_create
+    from courses.models import Exercise
+    from courses.services import module_export
+    from grader.spec import Package
+
+    data = module_export(module=_module(), kind="zip")
+    copy = module_create(slug="autograd-copy", title="A copy", user=bob_instructor)
+
+    drafts = module_archive_upload(
+        module=copy, data=data, name="m.zip", user=bob_instructor, copy=True
+    )
+
+    copied = {d.version.exercise.slug for d in drafts}
+    assert copied == {f"{e.slug}-autograd-copy" for e in _module().exercises.all()}
+    assert all(d.problem == "" for d in drafts)
+    one = Exercise.objects.get(slug=f"{E2E_SLUG}-autograd-copy")
+    original = _exercise(E2E_SLUG).current_version.files
+    assert one.module_id == copy.pk and one.current_version is None
+    assert Package.from_files(one.draft_version.files).slug == f"{E2E_SLUG}-autograd-copy"
+    changed = [p for p in original if original[p] != one.draft_version.files[p]]
+    assert changed == ["exercise.toml"]
+    assert _exercise(E2E_SLUG).module_id == _module().pk

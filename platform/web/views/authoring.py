@@ -107,7 +107,7 @@ def _module_action(request: HttpRequest, module: Module) -> HttpResponse:
             data = upload.read(archive.DEFAULT_LIMITS.archive_bytes + 1) if upload else b""
             drafts = authoring.module_archive_upload(
                 module=module, data=data, name=(upload.name if upload else "") or "upload",
-                user=request.user,
+                user=request.user, copy=bool(request.POST.get("copy")),
             )  # fmt: skip
             messages.success(request, f"Imported {len(drafts)} exercise(s) as drafts.")
         elif action == "member":
