@@ -172,6 +172,7 @@ def test_the_statement_preview_is_sanitised_like_the_learner_page(bob: Any, cata
 
     assert "<h1>Hi $x^2$</h1>" in html
     assert "<script>" not in html
+    assert "What is checked (10 points)" in html  # generated from the draft's manifest
 
 
 def test_the_statement_preview_puts_the_checks_table_of_the_saved_manifest_at_the_marker(
