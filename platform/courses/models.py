@@ -107,6 +107,7 @@ class ExerciseJob(models.Model):
     class Kind(models.TextChoices):
         VALIDATE = "validate", "Validation"
         REGRADE = "regrade", "Regrade"
+        REGRADE_PREVIEW = "regrade-preview", "Regrade preview"  # says what would change
 
     class Status(models.TextChoices):
         QUEUED = "queued"

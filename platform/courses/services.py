@@ -307,7 +307,11 @@ def exercise_job_run(*, job_id: int) -> str:
 def _job_outcome(job: ExerciseJob) -> dict[str, Any]:
     if job.kind == ExerciseJob.Kind.VALIDATE:
         return outcome_json(version_validate(version=job.version))
-    return asdict(exercise_regrade(exercise=job.exercise))
+    preview = job.kind == ExerciseJob.Kind.REGRADE_PREVIEW
+    return {
+        **asdict(exercise_regrade(exercise=job.exercise, apply=not preview)),
+        "preview": preview,
+    }
 
 
 def _after_job_fault(job: ExerciseJob, attempt: int, error: Exception) -> str:

@@ -397,9 +397,10 @@ class RegradeResult:
     errors: tuple[int, ...]  # submissions that could not be regraded (left as they were)
 
 
-def exercise_regrade(*, exercise: Exercise) -> RegradeResult:
+def exercise_regrade(*, exercise: Exercise, apply: bool = True) -> RegradeResult:
     """Regrades every graded submission of `exercise` against its current version, here and
-    now (synchronously), and reports whose score or pass/fail changed."""
+    now (synchronously), and reports whose score or pass/fail changed. With apply=False
+    (a regrade preview) nothing is written: the report says whose score would change."""
     version = exercise.current_version
     if version is None:
         raise NotFound(f"Exercise {exercise.slug!r} has no version to regrade against.")
@@ -419,7 +420,11 @@ def exercise_regrade(*, exercise: Exercise) -> RegradeResult:
             logger.warning("regrade of submission %s failed: %s", submission.pk, error)
             errors.append(submission.pk)
             continue
-        change = _apply_regrade(submission, version.pk, report)
+        change = (
+            _apply_regrade(submission, version.pk, report)
+            if apply
+            else _score_change(submission, _report_fields(report, review=submission.review))
+        )
         if change is not None:
             changed.append(change)
     return RegradeResult(
@@ -440,6 +445,10 @@ def _apply_regrade(submission: Submission, version_id: int, report: Report) -> S
         _save_checks(submission.pk, report)
         if submission.score != fields["score"] or submission.passed != fields["passed"]:
             _tell_integrations(submission.pk)
+    return _score_change(submission, fields)
+
+
+def _score_change(submission: Submission, fields: dict[str, Any]) -> ScoreChange | None:
     if submission.score == fields["score"] and submission.passed == fields["passed"]:
         return None
     return ScoreChange(

@@ -50,6 +50,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="validate_exercise",
     ),
     path(
+        "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/regrade-preview/",
+        instructor.regrade_preview,
+        name="regrade_preview",
+    ),
+    path(
         "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/regrade/",
         instructor.regrade_exercise,
         name="regrade_exercise",

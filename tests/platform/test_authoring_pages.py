@@ -273,3 +273,17 @@ def test_dates_are_set_on_the_page(bob: Any) -> None:
         exercise.due_at is not None and exercise.due_at.isoformat() == "2026-12-24T18:00:00+00:00"
     )
     assert exercise.late_counts is False and exercise.release_at is None
+
+
+def test_the_teach_page_starts_a_regrade_preview_job(bob: Any) -> None:
+    from courses.models import ExerciseJob
+
+    url = reverse("web:regrade_preview", args=[MODULE_SLUG, E2E_SLUG])
+
+    response = bob.post(url)
+
+    job = ExerciseJob.objects.get()
+    assert response.status_code == 302
+    assert (job.kind, job.status) == ("regrade-preview", "queued")
+    page = bob.get(reverse("web:teach_exercise", args=[MODULE_SLUG, E2E_SLUG])).content.decode()
+    assert 'id="regrade-preview-result"' in page

@@ -92,6 +92,27 @@ def test_regrade_reports_the_scores_that_changed(alice_learner: Any, dave_learne
 
 
 @pytest.mark.sandbox
+def test_a_regrade_preview_reports_whose_score_would_change_and_changes_nothing(
+    alice_learner: Any,
+) -> None:
+    from courses.models import Exercise
+    from submissions.services import exercise_regrade
+
+    right = package_file(E2E_SLUG, "solution.py")
+    stale = _submission(
+        alice_learner, code=right, status="graded", score=0.0, max_score=10.0, passed=False
+    )
+
+    result = exercise_regrade(exercise=Exercise.objects.get(slug=E2E_SLUG), apply=False)
+
+    assert [(c.submission_id, c.old_score, c.new_score) for c in result.changed] == [
+        (stale.pk, 0.0, 10.0)
+    ]
+    stale.refresh_from_db()
+    assert (stale.score, stale.passed, stale.checks.count()) == (0.0, False, 0)
+
+
+@pytest.mark.sandbox
 def test_regrade_command_prints_what_changed(alice_learner: Any) -> None:
     from io import StringIO
 

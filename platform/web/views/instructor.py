@@ -23,6 +23,7 @@ from web.presenters import history_item
 
 VALIDATE = ExerciseJob.Kind.VALIDATE
 REGRADE = ExerciseJob.Kind.REGRADE
+REGRADE_PREVIEW = ExerciseJob.Kind.REGRADE_PREVIEW
 
 
 @login_required
@@ -100,6 +101,7 @@ def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -
     stats = next(s for s in selectors.exercise_stats(module) if s.slug == exercise.slug)
     validation = selectors.latest_job(exercise, VALIDATE)
     regrade = selectors.latest_job(exercise, REGRADE)
+    regrade_previewed = selectors.latest_job(exercise, REGRADE_PREVIEW)
     context = {
         "module": module,
         "exercise": exercise,
@@ -107,7 +109,10 @@ def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -
         "versions": exercise.versions.filter(number__isnull=False).order_by("-number"),
         "validation": validation,
         "regrade": regrade,
-        "refresh": any(job is not None and job.pending for job in (validation, regrade)),
+        "regrade_previewed": regrade_previewed,
+        "refresh": any(
+            job is not None and job.pending for job in (validation, regrade, regrade_previewed)
+        ),
         "stale_submissions": selectors.stale_submissions(exercise),
         "crumbs": [(f"Teach: {module.title}", _teach_url(module)), (exercise.title, "")],
         "nav": "teach",
@@ -119,6 +124,12 @@ def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -
 @require_POST
 def validate_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
     return _start_job(request, module_slug, exercise_slug, VALIDATE)
+
+
+@login_required
+@require_POST
+def regrade_preview(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    return _start_job(request, module_slug, exercise_slug, REGRADE_PREVIEW)
 
 
 @login_required
