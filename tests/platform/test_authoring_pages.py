@@ -287,3 +287,19 @@ def test_the_teach_page_starts_a_regrade_preview_job(bob: Any) -> None:
     assert (job.kind, job.status) == ("regrade-preview", "queued")
     page = bob.get(reverse("web:teach_exercise", args=[MODULE_SLUG, E2E_SLUG])).content.decode()
     assert 'id="regrade-preview-result"' in page
+
+
+def test_a_function_exercise_gets_its_cases_file_from_the_page(bob: Any) -> None:
+    _create(bob)
+    files = _draft_files("cube-gradient")
+    cases = "def make_cases(seed, trials):\n    return []\n"
+
+    bob.post(_editor("cube-gradient"), _form_post("", files, **{
+        "new_file_kind": "cases.py", "new_file_text": cases}))  # fmt: skip
+
+    from courses.authoring import draft_get
+    from courses.models import Exercise
+
+    assert _draft_files("cube-gradient")["cases.py"] == cases
+    problem = draft_get(exercise=Exercise.objects.get(slug="cube-gradient")).problem
+    assert problem.endswith("kind: script exercises have no cases.py")  # until kind changes

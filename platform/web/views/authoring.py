@@ -30,7 +30,7 @@ from grader.spec import Package, PackageError
 from submissions.services import submission_preview_create
 from web.manifest_form import FormRows, ManifestFormError, apply_form, form_rows
 
-NEW_FILE_KINDS = ("wrong", "alternatives")
+NEW_FILE_KINDS = ("wrong", "alternatives", "cases.py")  # cases.py: function exercises
 
 
 def _exercise(module: Module, slug: str) -> Exercise:
@@ -254,9 +254,12 @@ def _posted_files(request: HttpRequest, exercise: Exercise) -> dict[str, str]:
     }
     new_name = request.POST.get("new_file_name", "").strip()
     new_kind = request.POST.get("new_file_kind", "")
-    if new_name and new_kind in NEW_FILE_KINDS:
+    new_text = request.POST.get("new_file_text", "").replace("\r\n", "\n")
+    if new_kind == "cases.py" and new_text.strip():
+        files["cases.py"] = new_text
+    elif new_name and new_kind in NEW_FILE_KINDS:
         name = new_name if new_name.endswith(".py") else f"{new_name}.py"
-        files[f"{new_kind}/{name}"] = request.POST.get("new_file_text", "").replace("\r\n", "\n")
+        files[f"{new_kind}/{name}"] = new_text
     toml_text = request.POST.get("toml", files.get("exercise.toml", "")).replace("\r\n", "\n")
     if request.POST.get("action") == "save-toml":
         files["exercise.toml"] = toml_text
