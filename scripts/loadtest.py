@@ -1,10 +1,13 @@
 """A bounded load test on loopback: a burst of submissions through the API while SIGKILL
-hits busy grading pool processes of this host; prints submitted, graded, lost, graded twice
-and POST-to-graded p50/p95 (the server's created_at -> graded_at).
+hits busy grading pool processes of this host (and, optionally, the broker is restarted
+once and N pollers read submissions' status all along); prints submitted, graded, lost,
+graded twice, POST-to-graded p50/p95 (the server's created_at -> graded_at) and the status
+polls' p50/p95 latency.
 
     PYTHONPATH=platform:. .venv/bin/python scripts/loadtest.py --url http://127.0.0.1:8000 \\
         --token <learner token> --exercise chain-rule --count 30 --kills 5 \\
-        --worker-pid <main pid of the celery worker> --worker-log var/worker.log
+        --worker-pid <main pid of the celery worker> --worker-log var/worker.log \\
+        --pollers 50 --restart-after 20 --restart-command "<restarts the broker>"
 
 A busy pool process is a Celery pool child (its parent is a Celery worker) that has a child
 of its own (the sandbox it runs). "graded twice": a submission with more check results than
@@ -15,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import re
 import signal
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,16 +48,36 @@ class Figures:
     lost: int = 0
     graded_twice: int = 0
     kills: int = 0
+    restarts: int = 0
     seconds: list[float] = field(default_factory=list)
+    polls: list[float] = field(default_factory=list)  # seconds per status poll
+    poll_errors: int = 0
+    wall_s: float = 0.0
 
     def as_json(self) -> dict[str, object]:
-        ordered = sorted(self.seconds)
         return {
             "submitted": self.submitted, "graded": self.graded, "failed": self.failed,
             "lost": self.lost, "graded_twice": self.graded_twice, "kills": self.kills,
-            "p50_s": round(statistics.median(ordered), 2) if ordered else None,
-            "p95_s": round(ordered[max(0, int(0.95 * len(ordered)) - 1)], 2) if ordered else None,
+            "broker_restarts": self.restarts,
+            "p50_s": _quantile(self.seconds, 0.5), "p95_s": _quantile(self.seconds, 0.95),
+            "polls": len(self.polls), "poll_errors": self.poll_errors,
+            "poll_p50_ms": _ms(_quantile(self.polls, 0.5)),
+            "poll_p95_ms": _ms(_quantile(self.polls, 0.95)),
+            "wall_s": round(self.wall_s, 1),
         }  # fmt: skip
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    if q == 0.5:
+        return round(statistics.median(ordered), 3)
+    return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)], 3)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
 
 
 def _cmdline(pid: int) -> list[bytes]:
@@ -105,25 +131,70 @@ def _kill_busy(kills: int, workers: set[int], deadline: float, stop: list[bool])
 
 
 def run(*, url: str, token: str, exercise: str, code: str, count: int, kills: int,
-        workers: set[int], timeout: float, check_count: int,
-        worker_logs: list[Path]) -> Figures:  # fmt: skip
+        workers: set[int], timeout: float, check_count: int, worker_logs: list[Path],
+        pollers: int = 0, restart_command: str = "",
+        restart_after: float = 0.0) -> Figures:  # fmt: skip
     session = requests.Session()
     session.headers["Authorization"] = f"Token {token}"
     figures = Figures()
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     stop: list[bool] = []
-    with ThreadPoolExecutor(max_workers=9) as pool:
+    with ThreadPoolExecutor(max_workers=12 + pollers) as pool:
         killer = pool.submit(_kill_busy, kills, workers, deadline, stop)
+        restarter = pool.submit(_restart_once, restart_command, restart_after, stop)
         urls = list(pool.map(lambda _: _submit(session, url, exercise, code), range(count)))
         figures.submitted = len(urls)
+        polling = [pool.submit(_poll, token, urls, figures, stop) for _ in range(pollers)]
         bodies = _wait_all(session, urls, deadline)
         stop.append(True)
         figures.kills = killer.result()
+        figures.restarts = restarter.result()
+        for poller in polling:
+            poller.result()
+    figures.wall_s = time.monotonic() - started
     for body in bodies.values():
         _count(figures, body, check_count)
     figures.lost = figures.submitted - figures.graded - figures.failed
     figures.graded_twice += _graded_twice_in_logs(worker_logs)
     return figures
+
+
+_figures_lock = threading.Lock()
+
+
+def _poll(token: str, urls: list[str], figures: Figures, stop: list[bool]) -> None:
+    """One client reading random submissions' status until the run ends."""
+    session = requests.Session()
+    session.headers["Authorization"] = f"Token {token}"
+    while not stop:
+        began = time.monotonic()
+        try:
+            ok = session.get(random.choice(urls), timeout=30).status_code == 200
+        except requests.RequestException:
+            ok = False
+        took = time.monotonic() - began
+        with _figures_lock:
+            if ok:
+                figures.polls.append(took)
+            else:
+                figures.poll_errors += 1
+        time.sleep(0.2)
+
+
+def _restart_once(command: str, after: float, stop: list[bool]) -> int:
+    """Runs `command` (restarts the broker) once, `after` seconds into the run."""
+    if not command:
+        return 0
+    until = time.monotonic() + after
+    while time.monotonic() < until:
+        if stop:
+            return 0
+        time.sleep(0.2)
+    # the operator's own command line, as given
+    done = subprocess.run(command, shell=True, check=False, timeout=120)
+    print(f"loadtest: broker restart command exited {done.returncode}", file=sys.stderr)
+    return 1 if done.returncode == 0 else 0
 
 
 def _wait_all(session: requests.Session, urls: list[str], deadline: float) -> dict[str, dict]:
@@ -169,6 +240,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--worker-log", type=Path, action="append", default=[])
+    parser.add_argument(
+        "--pollers",
+        type=int,
+        default=0,
+        help="clients reading random submissions' status all along",
+    )
+    parser.add_argument(
+        "--restart-command", default="", help="a shell command that restarts the broker, run once"
+    )
+    parser.add_argument(
+        "--restart-after",
+        type=float,
+        default=10.0,
+        help="seconds into the run when --restart-command runs",
+    )
     parser.add_argument("--worker-pid", type=int, action="append", default=[],
                         help="main pid of a Celery worker whose busy pool processes get "
                         "the SIGKILLs (repeatable; none: no kills)")  # fmt: skip
@@ -179,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     figures = run(url=args.url, token=args.token, exercise=args.exercise,
                   code=args.code_file.read_text(encoding="utf-8"), count=min(args.count, 1000),
                   kills=args.kills, workers=set(args.worker_pid), timeout=args.timeout,
-                  check_count=checks,
-                  worker_logs=args.worker_log)  # fmt: skip
+                  check_count=checks, worker_logs=args.worker_log,
+                  pollers=min(args.pollers, 200), restart_command=args.restart_command,
+                  restart_after=args.restart_after)  # fmt: skip
     print(json.dumps(figures.as_json()))
     return 0 if figures.lost == 0 and figures.graded_twice == 0 else 1
 

@@ -76,3 +76,16 @@ def _unbind_task(**kwargs: object) -> None:
     from ops.logs import clear
 
     clear()
+
+
+@signals.worker_ready.connect
+def _record_broker_run(**kwargs: object) -> None:
+    """The broker's run id, recorded as the worker starts (ops.broker): a restart before
+    the first sweep is then noticed by that sweep."""
+    from ops.broker import queued_resend_if_restarted
+
+    try:
+        queued_resend_if_restarted()
+    except Exception:  # the database may not answer yet: the sweep records it later
+        logging.getLogger(__name__).warning("could not record the broker's run id",
+                                            exc_info=True)  # fmt: skip

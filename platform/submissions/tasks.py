@@ -20,15 +20,10 @@ def grade_submission(submission_id: int) -> str:
 
 @shared_task(name="gradlab.sweep_submissions")
 def sweep_submissions() -> dict[str, list[int]]:
-    from courses.models import ExerciseJob
-    from ops.broker import broker_restarted, queued_resend_now
+    from ops.broker import queued_resend_if_restarted
     from ops.heartbeats import SWEEP, heartbeat_record
-    from submissions.models import Submission
 
-    if broker_restarted():  # its queued messages may be gone: send them all again now
-        resent = queued_resend_now(Submission.objects.all())
-        resent += queued_resend_now(ExerciseJob.objects.all())
-        logger.warning("the broker restarted: %s queued rows sent again", resent)
+    queued_resend_if_restarted()  # its queued messages may be gone: send them all again now
     result = services.submissions_sweep()
     heartbeat_record(SWEEP)  # readiness fails when this grows old (the scheduler stopped)
     return {"requeued": list(result.requeued), "failed": list(result.failed)}

@@ -58,3 +58,24 @@ def test_queued_submissions_are_sent_again_at_once_after_a_redis_restart(
     assert Submission.objects.get(pk=running.pk).status == "running"
     assert sweep_submissions() == {"requeued": [], "failed": []}  # once per restart
     assert queue_length(worker_queue) == QUEUED
+
+
+def test_a_restart_before_the_first_sweep_is_noticed_from_the_run_id_a_worker_recorded(
+    broker: PrivateRedis, alice_learner: Any, worker_queue: str, settings: Any
+) -> None:
+    from config.celery_app import _record_broker_run
+    from submissions.services import submission_create
+    from submissions.tasks import sweep_submissions
+
+    settings.GRADLAB_RATE_LIMIT_COUNT = QUEUED + 5
+    _record_broker_run()  # a worker started (worker_ready): no sweep has run yet
+    queued = [submission_create(learner=alice_learner, exercise_slug=E2E_SLUG, code="x = 1")[0]
+              for _ in range(QUEUED)]  # fmt: skip
+    assert queue_length(worker_queue) == QUEUED
+
+    broker.stop()
+    broker.start()  # nothing kept, and no sweep saw the first run id
+    result = sweep_submissions()
+
+    assert sorted(result["requeued"]) == sorted(row.pk for row in queued)
+    assert queue_length(worker_queue) == QUEUED
