@@ -5,12 +5,13 @@ Run inside bwrap (`python -I -B -c <this file's source> <control fd> <filter fd>
 `--as-pid-1`, as the unprivileged sandbox user, under the zygote seccomp filter: the job
 filter plus unshare and mount). At start it reads the job filter (classic BPF, from the
 worker) and makes itself non-dumpable; imports numpy, torch and the harness's modules;
-compiles /harness/main.py; collects and freezes its heap (`gc.freeze()`: forked children
-then share its pages); says "R" on the control socket. It never runs nor reads job code,
-input or output: per job it receives, on the control socket (SOCK_SEQPACKET), one JSON
-header from the worker (the job's rlimits and /tmp size) and four descriptors (the job's
-link to the worker, stdin's read end, stdout's and stderr's write ends), forks, and closes
-its copies.
+seeds every generator and runs one autograd pass (lazy initialisations, done once);
+checks that it still has a single thread; compiles /harness/main.py; collects and freezes
+its heap (`gc.freeze()`: forked children then share its pages); says "R" on the control
+socket. It never runs nor reads job code, input or output: per job it receives, on the
+control socket (SOCK_SEQPACKET), one JSON header from the worker (the job's rlimits and
+/tmp size) and four descriptors (the job's link to the worker, stdin's read end, stdout's
+and stderr's write ends), forks, and closes its copies.
 
 The fork, the job's *keeper*, isolates itself before any job data is read:
 
@@ -147,8 +148,26 @@ def preload() -> CodeType:
     for name in sorted(os.listdir(HARNESS_DIR)):
         if name.endswith(".py") and name != "main.py":
             __import__(name[:-3])
+    warm_up()
     with open(HARNESS_MAIN, encoding="utf-8") as source:
         return compile(source.read(), HARNESS_MAIN, "exec")
+
+
+def warm_up() -> None:
+    """Runs once what every job runs first (seeding, a first autograd pass), so that the
+    lazy imports and initialisations behind it are shared instead of redone per job. It
+    leaves every generator as a fresh interpreter has it (reseed() runs again per job)
+    and must leave the zygote single-threaded: forking a threaded process is unsafe."""
+    import torch
+
+    reseed()
+    leaf = torch.ones(2, requires_grad=True)
+    (leaf * leaf).sum().backward()
+    del leaf
+    reseed()
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        raise RuntimeError(f"the zygote runs {threads} threads after its imports: not forking")
 
 
 def receive(control: socket.socket) -> tuple[dict | None, list[int]]:

@@ -211,8 +211,9 @@ def test_the_zygote_holds_no_descriptor_of_a_running_job(
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         job = pool.submit(run, zygote_backend, prefix, "import time\ntime.sleep(3)")
         assert _job_running(prefix, until=job)
-        fds = _zygote_fds(zygote_backend)
+        fds, threads = _zygote_state(zygote_backend)
         assert job.result().status is RunStatus.OK
+    assert threads == "1"  # it refuses to fork with more (forking a threaded process)
     # its control socket, /dev/null (stdin, stdout) and its own stderr file: no pipe
     assert fds and not [fd for fd in fds if fd.startswith("pipe:")], fds
     assert len([fd for fd in fds if fd.startswith("socket:")]) == 1, fds
@@ -229,15 +230,17 @@ def _job_running(prefix: str, until: concurrent.futures.Future[SandboxResult]) -
     return False
 
 
-def _zygote_fds(backend: BubblewrapSandbox) -> list[str]:
-    """What the zygote's python (pid 1 of its sandbox) holds open, seen from the host."""
+def _zygote_state(backend: BubblewrapSandbox) -> tuple[list[str], str]:
+    """What the zygote's python (pid 1 of its sandbox) holds open and its thread count,
+    seen from the host."""
     bwrap = backend.zygote_pid()
     assert bwrap is not None
     for entry in Path("/proc").iterdir():
         status = _read(entry / "status") if entry.name.isdigit() else ""
         if f"\nPPid:\t{bwrap}\n" in status:  # bwrap's only child: the zygote's python
-            return sorted(os.readlink(fd) for fd in (entry / "fd").iterdir())
-    return []
+            threads = status.split("\nThreads:\t", 1)[1].split()[0]
+            return sorted(os.readlink(fd) for fd in (entry / "fd").iterdir()), threads
+    return [], ""
 
 
 def test_the_zygote_is_replaced_after_its_job_quota(tmp_path: Path) -> None:
