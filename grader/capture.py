@@ -27,6 +27,9 @@ MAX_CASES = 100
 MAX_TAMPER_EVENTS = 1_000
 MAX_TAMPER_TEXT = 2_000
 MAX_DIMS = 16
+MAX_NAMES = 1_000  # tracked names in one call's roots/graph/inputs
+MAX_MRO = 64  # classes of one exception's MRO
+MAX_STEPS = 2_000  # optimizer steps whose parameter values a capture carries
 MAX_DIM = 2**40  # one dimension of a shape
 MAX_NUMEL = 2**62  # elements of one tensor (torch counts them in an int64)
 MAX_COUNT = 2**63 - 1  # counters, line numbers, exit codes
@@ -64,6 +67,7 @@ class TensorValue:
     grad_fn: str | None = None
     grad: TensorValue | None = None
     truncated: bool = False
+    retains_grad: bool = False
     kind: str = "tensor"
     retains_grad: bool = False  # a non-leaf whose .grad autograd keeps (retain_grad())
 
@@ -174,6 +178,9 @@ class ErrorInfo:
     message: str
     line: int | None = None
     traceback: str = ""
+    # The exception's classes, most derived first, as "module.qualname" (harness-made;
+    # empty in captures without it): exception checks use isinstance semantics.
+    mro: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +189,18 @@ class ErrorInfo:
             "line": self.line,
             "traceback": self.traceback,
         }
+
+    @property
+    def qualified(self) -> str:
+        """The exception's own class as "module.qualname" (its bare type without MRO)."""
+        return self.mro[0] if self.mro else self.type
+
+    def is_a(self, other: ErrorInfo) -> bool:
+        """isinstance semantics: this exception is an instance of `other`'s class (a
+        subclass counts). Without MROs, the bare type names must be equal."""
+        if self.mro and other.mro:
+            return other.mro[0] in self.mro
+        return self.type == other.type
 
 
 @dataclass(frozen=True)
@@ -194,10 +213,53 @@ class BackwardCall:
     grads_before: Mapping[str, Value | None]
     grads_after: Mapping[str, Value | None]
     error: ErrorInfo | None
+    # Provenance (empty/None in captures without it): the tracked names the root is, the
+    # tracked names its graph reaches (None: not walked), the tracked names among
+    # `inputs=` (None: no inputs given), and autograd.grad's result per tracked input.
+    roots: tuple[str, ...] = ()
+    graph: tuple[str, ...] | None = None
+    inputs: tuple[str, ...] | None = None
+    results: Mapping[str, Value | None] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def accumulates(self) -> bool:
+        """Writes .grad (backward), unlike torch.autograd.grad."""
+        return self.api != "autograd.grad"
+
+    def reaches(self, name: str) -> bool | None:
+        """Did this call's gradient reach `name` (None: unknown)?"""
+        if self.graph is None:
+            return None
+        return name in self.graph and (self.inputs is None or name in self.inputs)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One optimizer step: the tracked parameters' values before and after it (None:
+    too many values to keep)."""
+
+    index: int
+    before: Mapping[str, Value] | None
+    after: Mapping[str, Value] | None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where the final values came from (FORMAT.md section 3): the index of the last
+    accumulating backward call and the grads it left, autograd.grad's latest result per
+    tracked name, and the parameter values around optimizer steps."""
+
+    calls: int = 0
+    last_backward: int | None = None
+    after_last_backward: Mapping[str, Value | None] = field(default_factory=dict)
+    grad_results: Mapping[str, Value | None] = field(default_factory=dict)
+    steps: tuple[StepRecord, ...] = ()
+    steps_truncated: bool = False
+    last_step: StepRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -245,6 +307,7 @@ class Capture:
     stderr: str = ""
     stderr_truncated: bool = False
     tamper: tuple[TamperEvent, ...] = ()
+    provenance: Provenance | None = None  # script captures of a harness that records it
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -316,8 +379,55 @@ def _capture(raw: Any) -> Capture:
         stderr=_str(obj.get("stderr", ""), "stderr"),
         stderr_truncated=_bool(obj.get("stderr_truncated", False), "stderr_truncated"),
         tamper=_tamper(obj.get("tamper", [])),
+        provenance=_provenance(obj.get("provenance")),
         raw=obj,
     )
+
+
+def _provenance(raw: Any) -> Provenance | None:
+    if raw is None:
+        return None
+    obj = _dict(raw, "provenance")
+    last = obj.get("last_backward")
+    index: int | None = None
+    after: Mapping[str, Value | None] = MappingProxyType({})
+    if last is not None:
+        record = _dict(last, "provenance.last_backward")
+        index = _int(record.get("index"), "provenance.last_backward.index")
+        after = _grads(record.get("grads_after", {}), "provenance.last_backward.grads_after")
+    steps = _list(obj.get("steps", []), "provenance.steps", MAX_STEPS)
+    last_step = obj.get("last_step")
+    return Provenance(
+        calls=_int(obj.get("calls", 0), "provenance.calls"),
+        last_backward=index,
+        after_last_backward=after,
+        grad_results=_grads(obj.get("grad_results", {}), "provenance.grad_results"),
+        steps=tuple(_step(s, f"provenance.steps[{i}]") for i, s in enumerate(steps)),
+        steps_truncated=_bool(obj.get("steps_truncated", False), "provenance.steps_truncated"),
+        last_step=None if last_step is None else _step(last_step, "provenance.last_step"),
+    )
+
+
+def _step(raw: Any, where: str) -> StepRecord:
+    obj = _dict(raw, where)
+    return StepRecord(
+        index=_int(obj.get("index"), f"{where}.index"),
+        before=_values(obj.get("before"), f"{where}.before"),
+        after=_values(obj.get("after"), f"{where}.after"),
+    )
+
+
+def _values(raw: Any, where: str) -> Mapping[str, Value] | None:
+    if raw is None:
+        return None
+    obj = _dict(raw, where)
+    if len(obj) > MAX_NAMES:
+        raise CaptureError(f"{where}: too many names")
+    return MappingProxyType({_str(k, where): value(v, f"{where}.{k}") for k, v in obj.items()})
+
+
+def _names(raw: Any, where: str) -> tuple[str, ...]:
+    return tuple(_str(v, where)[:MAX_TAMPER_TEXT] for v in _list(raw, where, MAX_NAMES))
 
 
 def _tamper(raw: Any) -> tuple[TamperEvent, ...]:
@@ -370,6 +480,7 @@ def _call(raw: Any, where: str) -> BackwardCall:
     loss = obj.get("loss")
     shape = obj.get("loss_shape")
     retain = obj.get("retain_graph")
+    graph, inputs = obj.get("graph"), obj.get("inputs")
     return BackwardCall(
         api=_choice(
             obj.get("api"), ("Tensor.backward", "autograd.backward", "autograd.grad"), where
@@ -381,11 +492,17 @@ def _call(raw: Any, where: str) -> BackwardCall:
         grads_before=_grads(obj.get("grads_before", {}), f"{where}.grads_before"),
         grads_after=_grads(obj.get("grads_after", {}), f"{where}.grads_after"),
         error=_error(obj.get("error"), f"{where}.error"),
+        roots=_names(obj.get("roots", []), f"{where}.roots"),
+        graph=None if graph is None else _names(graph, f"{where}.graph"),
+        inputs=None if inputs is None else _names(inputs, f"{where}.inputs"),
+        results=_grads(obj.get("results", {}), f"{where}.results"),
     )
 
 
 def _grads(raw: Any, where: str) -> Mapping[str, Value | None]:
     obj = _dict(raw, where)
+    if len(obj) > MAX_NAMES:
+        raise CaptureError(f"{where}: too many names")
     return MappingProxyType(
         {_str(k, where): None if v is None else value(v, f"{where}.{k}") for k, v in obj.items()}
     )
@@ -396,11 +513,13 @@ def _error(raw: Any, where: str) -> ErrorInfo | None:
         return None
     obj = _dict(raw, where)
     line = obj.get("line")
+    mro = _list(obj.get("mro", []), f"{where}.mro", MAX_MRO)
     return ErrorInfo(
         type=_str(obj.get("type"), f"{where}.type"),
         message=_str(obj.get("message", ""), f"{where}.message"),
         line=None if line is None else _int(line, f"{where}.line"),
         traceback=_str(obj.get("traceback", ""), f"{where}.traceback"),
+        mro=tuple(_str(v, f"{where}.mro")[:MAX_TAMPER_TEXT] for v in mro),
     )
 
 

@@ -31,6 +31,7 @@ from grader.capture import (
     ListValue,
     ModuleValue,
     NdarrayValue,
+    Provenance,
     ScalarValue,
     TensorValue,
     Value,
@@ -146,7 +147,52 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
     Diagnosis(
         "hard-coded",
         "Value hard-coded",
-        "The expected value is there but no backward() ran: let autograd compute it.",
+        "The expected value is there but autograd did not put it there (no backward() ran, "
+        "or .grad was written after the last one): let autograd compute it.",
+    ),
+    Diagnosis(
+        "wrong-backward-root",
+        "backward() from the wrong tensor",
+        "Call backward() on the result the exercise asks for (usually the loss), not on an "
+        "intermediate result or on a tensor made only to have something to call backward on.",
+    ),
+    Diagnosis(
+        "grad-cleared",
+        "Gradient computed, then cleared",
+        "backward() did fill .grad, but your code cleared it afterwards (zero_grad(), "
+        "grad.zero_() or .grad = None after the last backward()): clear gradients before "
+        "backward(), not after it.",
+    ),
+    Diagnosis(
+        "grad-not-stored",
+        "Gradient computed but never stored",
+        "torch.autograd.grad returns the gradients instead of writing .grad: store its "
+        "result (x.grad = grads[0]) or call backward().",
+    ),
+    Diagnosis(
+        "inputs-excluded",
+        "Tensor left out of backward(inputs=...)",
+        "backward(inputs=[...]) accumulates only into the tensors it lists: list every "
+        "tensor whose .grad you need, or leave inputs out.",
+    ),
+    Diagnosis(
+        "backward-skipped",
+        "backward() skipped after an error",
+        "An earlier call in the same try block raised, so the backward() after it never ran: "
+        "put only the call that is expected to fail inside the try block.",
+    ),
+    Diagnosis(
+        "params-edited",
+        "Parameters changed outside the optimizer",
+        "Let optimizer.step() update the parameters: do not set or change them by hand "
+        "(fill_, copy_, assignments under no_grad) between or after the optimizer's steps.",
+    ),
+    Diagnosis(
+        "full-jacobian",
+        "The full Jacobian was built",
+        "One backward pass with the upstream gradient v gives v^T J directly: pass v as "
+        "backward's gradient (or autograd.grad's grad_outputs) instead of building J row by "
+        "row.",
     ),
     Diagnosis(
         "missing-name",
@@ -255,8 +301,36 @@ def _hit(text: str, trial: Trial, *, reference: bool) -> bool:
 
 def typed_error_message(text: str, trial: Trial) -> bool:
     """A message check holds the expected text of an error the reference's run hit, but
-    the learner's run never hit one with that text: typed in, not caught (hard-coded)."""
-    return _hit(text, trial, reference=True) and not _hit(text, trial, reference=False)
+    the learner's run never hit one with that text: typed in, not caught (hard-coded).
+    When a backward call of the reference raised it on the exercise's tensors, the
+    learner's must come from a backward call whose graph reaches them too (a throw-away
+    tensor's error next to a typed-in message does not count)."""
+    if not _hit(text, trial, reference=True):
+        return False
+    if not _hit(text, trial, reference=False):
+        return True
+    wanted = _error_graph(text, trial.reference_calls)
+    if not wanted:
+        return False
+    found = [c for c in trial.learner_calls if _raised(c, text)]
+    return not any(c.graph is None or wanted & set(c.graph) for c in found)
+
+
+def _raised(call: BackwardCall, text: str) -> bool:
+    wanted = normalise(text)
+    return call.error is not None and bool(wanted) and wanted in normalise(call.error.message)
+
+
+def _error_graph(text: str, calls: Sequence[BackwardCall]) -> set[str]:
+    """The tracked names the graphs of the reference's calls that raised `text` reach
+    (empty: none of them is known to reach a tracked tensor)."""
+    names: set[str] = set()
+    for call in calls:
+        if _raised(call, text):
+            if call.graph is None:
+                return set()
+            names |= set(call.graph) | set(call.roots)
+    return names
 
 
 def message_slug(got: str, want: str) -> str:
@@ -461,7 +535,7 @@ def reference_error_slugs(trial: Trial) -> set[str]:
 
 def crashed(trial: Trial) -> bool:
     mine, theirs = trial.learner_exception, trial.reference_exception
-    return mine is not None and (theirs is None or theirs.type != mine.type)
+    return mine is not None and (theirs is None or not mine.is_a(theirs))
 
 
 def context_diagnosis(trial: Trial, found: str) -> str:
@@ -477,12 +551,72 @@ def context_diagnosis(trial: Trial, found: str) -> str:
             return error
         if found in GENERIC:
             return "crashed"
+    if early_freed_graph(trial):
+        return "freed-graph"
+    if found in ROOT_FINDINGS and off_root(trial):
+        return "wrong-backward-root"
     theirs_stale = stale(trial.ok_reference_calls)
     if found == "scaled-by-n" and theirs_stale and not stale(trial.ok_learner_calls):
         return "wrong-value"  # a missing accumulation, not a mean/sum mix-up
     if found == "scaled-by-n" and graph_cut(trial):
         return "graph-broken"  # a factor from a cut path (.item(), detach), not mean/sum
     return found or "wrong-value"
+
+
+# Findings that a backward from another root than the reference's explains better.
+ROOT_FINDINGS = frozenset({"", "wrong-value", "scaled-by-n", "graph-broken", "loss-flat"})
+FREED = "trying to backward through the graph a second time"
+
+
+def _ok_before_freed(calls: Sequence[BackwardCall]) -> int | None:
+    """How many calls succeeded before the first freed-graph error (None: no such error)."""
+    done = 0
+    for call in calls:
+        if call.error is not None and FREED in call.error.message.lower():
+            return done
+        done += call.ok
+    return None
+
+
+def early_freed_graph(trial: Trial) -> bool:
+    """The learner's run hit the freed-graph error on a call that had to succeed: fewer
+    calls succeeded before it than before the reference's own (or the reference never
+    raised it and every later call is the learner's extra)."""
+    mine = _ok_before_freed(trial.learner_calls)
+    if mine is None:
+        return False
+    theirs = _ok_before_freed(trial.reference_calls)
+    if theirs is None:
+        return mine < len(trial.ok_reference_calls)
+    return mine < theirs
+
+
+def _reference_roots(trial: Trial) -> tuple[set[str], set[str]]:
+    """The tracked names the reference's successful accumulating calls start from, and
+    the tracked names their graphs reach."""
+    roots: set[str] = set()
+    reached: set[str] = set()
+    for call in trial.ok_reference_calls:
+        if call.accumulates or call.results:
+            roots |= set(call.roots)
+            reached |= set(call.graph or ())
+    return roots, reached
+
+
+def off_root(trial: Trial) -> bool:
+    """A successful learner call backpropagated from another root than the reference's:
+    its graph does not pass through the tracked tensor the reference starts from (the
+    loss, when the learner starts from the prediction), or, where the reference starts
+    from an untracked tensor, reaches none of the tracked tensors the reference's does
+    (a throw-away tensor)."""
+    roots, reached = _reference_roots(trial)
+    wanted = roots or reached
+    if not wanted:
+        return False
+    for call in trial.ok_learner_calls:
+        if call.graph is not None and not wanted & set(call.graph):
+            return True
+    return False
 
 
 def graph_cut(trial: Trial) -> bool:
@@ -495,7 +629,8 @@ def graph_cut(trial: Trial) -> bool:
             if theirs.requires_grad and not mine.requires_grad:
                 return True
             lost = theirs.grad is not None and mine.grad is None
-            if ran and lost and mine.is_leaf and mine.requires_grad:
+            cut = ran and lost and mine.is_leaf and mine.requires_grad
+            if cut and missing_grad_slug(mine, trial, key) == "graph-broken":
                 return True
     return False
 
@@ -539,19 +674,223 @@ def grad_written_by_hand(trial: Trial, expects_grads: bool) -> bool:
     return expects_grads and bool(trial.ok_reference_calls) and not trial.ok_learner_calls
 
 
-def missing_grad_slug(got: TensorValue, trial: Trial) -> str:
-    """Why `got.grad` is None where the reference has one: backward never ran, the
-    non-leaf's grad was not retained, or the graph never reached the tensor."""
+# -- provenance: did autograd put the final values there? ----------------------------
+
+
+def is_cleared(grad: TensorValue) -> bool:
+    """An all-zero grad (zero_grad(set_to_none=False), grad.zero_())."""
+    return grad.complete and all(v == 0 for v in grad.floats())
+
+
+def _grads_of(value: Value | None) -> dict[str, TensorValue | None]:
+    """A recorded grad as {"": tensor-or-None}, or a module's as {param: ...}."""
+    if isinstance(value, DictValue):
+        return {k: v if isinstance(v, TensorValue) else None for k, v in value.items.items()}
+    return {"": value if isinstance(value, TensorValue) else None}
+
+
+def final_grads(value: Value | None) -> dict[str, TensorValue | None] | None:
+    """A captured name's final grads: {"": grad} for a tensor, {param: grad} for a
+    module; None for anything else."""
+    if isinstance(value, TensorValue):
+        return {"": value.grad}
+    if isinstance(value, ModuleValue):
+        return {k: p.grad for k, p in value.params.items()}
+    return None
+
+
+def _same(got: TensorValue | None, want: TensorValue | None) -> bool:
+    if got is None or want is None:
+        return got is want
+    return compare_tensors(got, want, Tolerance()) is None
+
+
+def grad_explained(
+    name: str,
+    value: Value | None,
+    calls: Sequence[BackwardCall],
+    provenance: Provenance | None,
+) -> bool | None:
+    """Is every final .grad of `name` what autograd left there: None or cleared, the
+    grad right after the last accumulating backward call, or a result of
+    torch.autograd.grad for it (stored by hand, which is legitimate)? None: cannot tell
+    (no call at all, or no record of the last call's grads)."""
+    finals = final_grads(value)
+    if finals is None or not calls:
+        return None
+    left: dict[str, TensorValue | None] | None = None
+    if provenance is not None and provenance.last_backward is not None:
+        if name not in provenance.after_last_backward:
+            return None
+        left = _grads_of(provenance.after_last_backward[name])
+    elif provenance is None:
+        accumulating = [c for c in calls if c.accumulates]
+        if accumulating:
+            if name not in accumulating[-1].grads_after:
+                return None
+            left = _grads_of(accumulating[-1].grads_after[name])
+    results = [_grads_of(c.results[name]) for c in calls if name in c.results]
+    if provenance is not None and name in provenance.grad_results:
+        results.append(_grads_of(provenance.grad_results[name]))
+    for key, final in finals.items():
+        if final is None or is_cleared(final):
+            continue
+        if left is not None and key in left and _same(final, left[key]):
+            continue
+        if any(key in r and _same(final, r[key]) for r in results):
+            continue
+        return False
+    return True
+
+
+def grad_overwritten(trial: Trial, name: str) -> bool:
+    """The learner's final .grad of `name` is not what autograd left (written or changed
+    by hand after the last backward), while the reference's is: hard-coded, whatever
+    other backward calls ran."""
+    mine = grad_explained(
+        name, trial.learner.get(name), trial.learner_calls, trial.learner_provenance
+    )
+    if mine is not False:
+        return False
+    theirs = grad_explained(
+        name, trial.reference.get(name), trial.reference_calls, trial.reference_provenance
+    )
+    return theirs is True
+
+
+def _tensor_values(value: Value | None) -> dict[str, TensorValue] | None:
+    if isinstance(value, TensorValue):
+        return {"": value}
+    if isinstance(value, ModuleValue):
+        return dict(value.params)
+    if isinstance(value, DictValue):
+        return {k: v for k, v in value.items.items() if isinstance(v, TensorValue)}
+    return None
+
+
+def _same_values(got: Value | None, want: Value | None) -> bool | None:
+    """Do two recorded parameter values hold the same numbers (None: cannot tell)?"""
+    mine, theirs = _tensor_values(got), _tensor_values(want)
+    if mine is None or theirs is None or set(mine) != set(theirs):
+        return None
+    for key, tensor in mine.items():
+        other = theirs[key]
+        if not (tensor.complete and other.complete) or tensor.shape != other.shape:
+            return None
+        if tensor.data != other.data and compare_tensors(tensor, other, Tolerance()):
+            return False
+    return True
+
+
+def params_explained(name: str, value: Value | None, provenance: Provenance | None) -> bool | None:
+    """Did `name`'s values change only in optimizer steps: each step starts where the
+    previous one ended, and the final value is where the last step left it? None: no
+    optimizer step, or no record to judge by."""
+    if provenance is None or provenance.last_step is None:
+        return None
+    steps = {s.index: s for s in provenance.steps}
+    for index, step in steps.items():
+        previous = steps.get(index - 1)
+        if previous is None or step.before is None or previous.after is None:
+            continue
+        known = name in step.before and name in previous.after
+        if known and _same_values(step.before[name], previous.after[name]) is False:
+            return False
+    last = provenance.last_step.after
+    if last is None or name not in last or value is None:
+        return None
+    return _same_values(value, last[name])
+
+
+def params_edited(trial: Trial, name: str) -> bool:
+    """The reference's `name` changed only in optimizer steps, the learner's did not
+    (set or changed by hand between or after the steps)."""
+    mine = params_explained(name, trial.learner.get(name), trial.learner_provenance)
+    if mine is not False:
+        return False
+    theirs = params_explained(name, trial.reference.get(name), trial.reference_provenance)
+    return theirs is True
+
+
+def missing_grad_slug(got: TensorValue, trial: Trial, name: str = "", param: str = "") -> str:
+    """Why `got.grad` is None (or cleared) where the reference has one: backward never
+    ran; the non-leaf's grad was not retained; a backward filled it and the code cleared
+    it afterwards; torch.autograd.grad computed it and it was never stored; `inputs=`
+    left it out; the backward that would fill it was skipped after an error; else the
+    graph never reached the tensor."""
     if no_backward(trial):
         return "no-backward"
+    if not got.is_leaf and got.requires_grad and not got.retains_grad:
+        return "missing-retain-grad"
+    calls = trial.learner_calls
+    if name and _was_filled(name, param, calls, trial.learner_provenance):
+        return "grad-cleared"
+    if name and any(name in c.results for c in calls if c.ok):
+        return "grad-not-stored"
+    if name and _left_out(name, calls):
+        return "inputs-excluded"
+    if skipped_after_error(trial):
+        return "backward-skipped"
     if not got.is_leaf and got.requires_grad:
         return "missing-retain-grad"
     return "graph-broken"
 
 
+def _was_filled(
+    name: str, param: str, calls: Sequence[BackwardCall], provenance: Provenance | None
+) -> bool:
+    """Did some backward call leave a non-zero grad in `name` (a module's `param`)?"""
+    recorded = [c.grads_after.get(name) for c in calls if c.accumulates]
+    if provenance is not None:
+        recorded.append(provenance.after_last_backward.get(name))
+    for value in recorded:
+        grad = _grads_of(value).get(param)
+        if grad is not None and not is_cleared(grad):
+            return True
+    return False
+
+
+def _left_out(name: str, calls: Sequence[BackwardCall]) -> bool:
+    """A successful backward with `inputs=` reached `name`'s graph but did not list it,
+    and no call filled it."""
+    restricted = False
+    for call in calls:
+        if not call.ok or not call.accumulates or call.graph is None:
+            continue
+        if call.reaches(name):
+            return False
+        if call.inputs is not None and name in call.graph:
+            restricted = True
+    return restricted
+
+
+def skipped_after_error(trial: Trial) -> bool:
+    """A backward call raised (and was caught), nothing succeeded after it, and the
+    learner's run has fewer successful calls than the reference's: the call that had to
+    fill the grads came after the error in the same try block."""
+    calls = trial.learner_calls
+    failed = [i for i, c in enumerate(calls) if not c.ok]
+    if not failed or trial.learner_exception is not None:
+        return False
+    after = calls[failed[-1] + 1 :]
+    return not after and len(trial.ok_learner_calls) < len(trial.ok_reference_calls)
+
+
+def full_jacobian(trial: Trial) -> bool:
+    """The reference made one call from a non-scalar root; the learner made one per
+    element of that root (the Jacobian's rows), each on fresh grads."""
+    mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+    if len(theirs) != 1 or theirs[0].loss_shape is None:
+        return False
+    rows = math.prod(theirs[0].loss_shape)
+    return rows > 1 and len(mine) == rows and not stale(mine)
+
+
 def count_slug(trial: Trial) -> str:
     """Why the number of successful backward calls differs from the reference's."""
     mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+    if full_jacobian(trial):
+        return "full-jacobian"
     if len(mine) > len(theirs) and accumulated(trial):
         return "forgot-zero-grad"
     if not mine and no_backward(trial) and trial.learner_exception is None:

@@ -45,8 +45,10 @@ from grader.protocol import (
     SandboxResult,
 )
 from grader.report import build_report, failed_report
+from grader.sandbox import publish
 from grader.sandbox.base import Sandbox
 from grader.sandbox.common import signal_of
+from grader.sandbox.config import PACKAGE_HARNESS
 from grader.spec import Package
 
 DEV_SEED = 20_240_601  # the documented development seed of `python -m grader`
@@ -152,9 +154,8 @@ def reference_capture(
     """The reference's capture, from the cache or from a fresh sandbox run."""
     where = reference_device(package, device)
     function = package.manifest.kind == "function"
-    key = cache_key(
-        package.content_hash, seed if function else None, sandbox.runtime_key(where), where
-    )
+    runtime = f"{sandbox.runtime_key(where)} harness-{publish.digest_of(PACKAGE_HARNESS)}"
+    key = cache_key(package.content_hash, seed if function else None, runtime, where)
     if cache is not None:
         cached = cache.get(key)
         if cached is not None:

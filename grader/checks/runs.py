@@ -300,8 +300,10 @@ def check_raises(learner: Capture, reference: Capture, spec: CheckSpec) -> Outco
         assert theirs is not None
         if mine is None:
             return failed(f"expected {theirs.type} to be raised, but nothing was raised")
-        if mine.type != theirs.type:
+        if not mine.is_a(theirs):
             return failed(f"raised {mine.type}, expected {theirs.type}")
+        if mine.type != theirs.type:
+            return passed(f"raised {mine.type}, a subclass of {theirs.type}, as expected")
         return passed(f"raised {theirs.type}, as expected")
 
     return each_trial(learner, reference, one, "exceptions as expected", options)

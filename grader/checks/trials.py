@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from grader.capture import BackwardCall, Capture, ErrorInfo, Value
+from grader.capture import BackwardCall, Capture, ErrorInfo, Provenance, Value
 from grader.checks.formatting import MISSING, Missing
 
 NO_RESULT = ErrorInfo("RuntimeError", "your code produced no result for this input")
@@ -28,6 +28,9 @@ class Trial:
     reference_exception: ErrorInfo | None
     learner_stdout: str
     reference_stdout: str
+    # Script runs only: where the final grads and parameters came from.
+    learner_provenance: Provenance | None = None
+    reference_provenance: Provenance | None = None
 
     def got(self, key: str) -> Value | Missing:
         return self.learner.get(key, MISSING)
@@ -68,6 +71,8 @@ def trials(learner: Capture, reference: Capture) -> Iterator[Trial]:
             reference_exception=reference.exception,
             learner_stdout=learner.stdout,
             reference_stdout=reference.stdout,
+            learner_provenance=learner.provenance,
+            reference_provenance=reference.provenance,
         )
         return
     count = len(reference.cases)

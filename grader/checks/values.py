@@ -86,9 +86,18 @@ def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         if isinstance(got, Missing):
             return failed(f"{target} is not defined", "missing-name")
         diff = compare_values(got, want, tolerance)
+        edited = diagnose.params_edited(trial, target)
+        if diff is None and edited:
+            return failed(
+                f"{target} has the expected value, but not the one the last optimizer step "
+                "left: it was changed by hand",
+                "params-edited",
+            )
         if diff is None:
             return passed(f"{target} is correct")
         pair = _pair(target, got, want)
+        if edited:
+            return failed(f"{target}: {diff.message}", "params-edited", **pair)
         for slug, key in _present(options.variants, trial):
             if compare_values(got, trial.want(key), tolerance) is None:
                 return failed(f"{target}: {diff.message}", slug, **pair)
@@ -119,20 +128,31 @@ class GradFinding:
 
 
 def _grad_difference(
-    got: TensorValue, want: TensorValue, label: str, tolerance: Tolerance, trial: Trial
+    got: TensorValue,
+    want: TensorValue,
+    label: str,
+    tolerance: Tolerance,
+    trial: Trial,
+    where: tuple[str, str] = ("", ""),
 ) -> GradFinding | None:
+    """`where`: the captured name and, for a module, the parameter (for the run's
+    records of that grad)."""
     mine, theirs = got.grad, want.grad
+    name, param = where
     if theirs is None:
         if mine is None:
             return None
         return GradFinding(f"{label}.grad is {show(mine)}, expected None", "wrong-value")
     if mine is None:
-        slug = diagnose.missing_grad_slug(got, trial)
+        slug = diagnose.missing_grad_slug(got, trial, name, param)
         return GradFinding(f"{label}.grad is None, expected {show(theirs)}", slug)
     diff = compare_tensors(mine, theirs, tolerance)
     if diff is None:
         return None
     slug = diagnose.difference_slug(diff, accumulated=diagnose.accumulated(trial))
+    if diagnose.is_cleared(mine) and not diagnose.is_cleared(theirs):
+        cleared = diagnose.missing_grad_slug(got, trial, name, param)
+        slug = cleared if cleared == "grad-cleared" else slug
     return GradFinding(f"{label}.grad: {diff.message}", slug)
 
 
@@ -146,12 +166,14 @@ def _grads_difference(
     if isinstance(want, TensorValue):
         if not isinstance(got, TensorValue):
             return GradFinding(f"{target} holds {kind_name(got)}, expected a tensor", "wrong-type")
-        return _grad_difference(got, want, target, tolerance, trial)
+        return _grad_difference(got, want, target, tolerance, trial, (target, ""))
     if isinstance(want, ModuleValue):
         if not isinstance(got, ModuleValue) or set(got.params) != set(want.params):
             return GradFinding(f"{target} is not the expected module", "wrong-type")
         for name, theirs in want.params.items():
-            diff = _grad_difference(got.params[name], theirs, f"{target}.{name}", tolerance, trial)
+            label = f"{target}.{name}"
+            where = (target, name)
+            diff = _grad_difference(got.params[name], theirs, label, tolerance, trial, where)
             if diff is not None:
                 return diff
         return None
@@ -182,16 +204,25 @@ def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome
     def one(trial: Trial) -> Outcome:
         got, want = learner_value(trial, target, options), trial.want(target)
         diff = _grads_difference(got, want, target, tolerance, trial)
+        overwritten = diagnose.grad_overwritten(trial, target)
         if diff is None:
             if diagnose.grad_written_by_hand(trial, _has_grads(want)):
                 return failed(
                     f"{target}.grad has the expected value but no backward() ran", "hard-coded"
+                )
+            if overwritten:
+                return failed(
+                    f"{target}.grad has the expected value, but it is not what your last "
+                    "backward() left there: it was written or changed by hand afterwards",
+                    "hard-coded",
                 )
             return passed(f"{target}.grad is correct")
         data = {"label": f"{target}.grad", "got": _grads_shown(got), "want": _grads_shown(want)}
         for slug, key in _present(options.variants, trial):
             if _grads_difference(got, trial.want(key), target, tolerance, trial) is None:
                 return failed(diff.message, slug, **data)
+        if overwritten and diff.slug not in ("missing-name", "wrong-type"):
+            return failed(diff.message, "hard-coded", **data)
         return failed(diff.message, diff.slug, **data)
 
     return each_trial(learner, reference, one, f"{target}.grad is correct", options)

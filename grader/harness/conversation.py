@@ -27,6 +27,7 @@ RESULT_FIELDS: dict[str, tuple[type, ...]] = {
     "backward_calls": (list,),
     "backward_calls_truncated": (bool,),
     "optimizer_steps": (int,),
+    "provenance": (dict,),
     "stdout": (str,),
     "stdout_truncated": (bool,),
     "exception": (dict, type(None)),

@@ -3,6 +3,13 @@
 Runs inside the sandbox's runner child, installed before the learner's code. Each
 wrapper records the call, then calls the original; an error is recorded and re-raised.
 
+Each call also records its provenance (FORMAT.md section 3): which tracked names the
+root is (`roots`), which tracked tensors its graph reaches (`graph`, from a walk of
+`grad_fn.next_functions` before the call), the tracked names among `inputs=` and, for
+`torch.autograd.grad`, the gradient it returned per tracked input (`results`). The
+recorder also keeps the grads right after the last accumulating backward call (also
+beyond the recorded calls) and the tracked parameters' values around optimizer steps.
+
 Each call also looks for evidence that the autograd engine really ran: a hook on the
 root's graph node (or on a leaf root's gradient accumulation, or on the `inputs=`
 leaves) must fire. A call that returned, changed the tracked gradients (or returned
@@ -20,11 +27,16 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
-from values import grads_of_value, number
+from values import grads_of_value, number, params_of_value, plain_tensor
 
 MAX_RECORDED_CALLS = 10_000  # backward calls recorded at all
 MAX_CALLS_WITH_GRADS = 1_000  # of those, calls whose tracked grads are encoded
 MAX_MESSAGE = 2_000
+MAX_GRAPH_NODES = 5_000  # graph nodes walked per call; a larger graph: `graph` is None
+MAX_STEP_RECORDS = 1_000  # optimizer steps whose parameter values are kept
+MAX_STEP_ELEMENTS = 10_000  # parameter values per step snapshot; more: no snapshot
+MAX_MRO = 32
+ACCUMULATING = ("Tensor.backward", "autograd.backward")  # calls that write .grad
 
 
 class Recorder:
@@ -39,6 +51,13 @@ class Recorder:
         self.on_tamper: Callable[[str, str], None] = lambda kind, detail: None
         self._depth = 0
         self.api_calls = 0  # every call of a wrapped function, recorded or not
+        self.total_calls = 0
+        self.last_backward: dict[str, Any] | None = None  # {"index", "grads_after"}
+        self.grad_results: dict[str, Any] = {}  # latest autograd.grad result per name
+        self.steps: list[dict[str, Any]] = []  # {"index", "before", "after"}
+        self.steps_truncated = False
+        self.last_step: dict[str, Any] | None = None
+        self._before_step: dict[str, Any] | None = None
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -52,6 +71,20 @@ class Recorder:
     def reset(self) -> None:
         self.calls = []
         self.truncated = False
+        self.total_calls = 0
+        self.last_backward = None
+        self.grad_results = {}
+
+    def provenance(self) -> dict[str, Any]:
+        """What the final values are compared with (FORMAT.md section 3)."""
+        return {
+            "calls": self.total_calls,
+            "last_backward": self.last_backward,
+            "grad_results": self.grad_results,
+            "steps": self.steps,
+            "steps_truncated": self.steps_truncated,
+            "last_step": self.last_step,
+        }
 
     def install(self) -> None:
         autograd = torch.autograd
@@ -61,12 +94,52 @@ class Recorder:
         )
         autograd.backward = self._wrap(autograd.backward, "autograd.backward", "tensors")
         autograd.grad = self._wrap(autograd.grad, "autograd.grad", "outputs")
-        from torch.optim.optimizer import register_optimizer_step_post_hook
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
 
+        register_optimizer_step_pre_hook(self._before_step_hook)
         register_optimizer_step_post_hook(self._on_step)
 
+    def _before_step_hook(self, *_: Any) -> None:
+        self._before_step = self._params()
+
     def _on_step(self, *_: Any) -> None:
+        index = self.optimizer_steps
         self.optimizer_steps += 1
+        before, self._before_step = self._before_step, None
+        after = self._params()
+        step = {"index": index, "before": before, "after": after}
+        previous = self.last_step["after"] if self.last_step is not None else None
+        irregular = previous is not None and before != previous
+        if index < MAX_STEP_RECORDS or irregular:
+            if len(self.steps) < 2 * MAX_STEP_RECORDS:
+                self.steps.append(step)
+            else:
+                self.steps_truncated = True
+        self.last_step = step
+
+    def _params(self) -> dict[str, Any] | None:
+        """The values of the tracked tensors that require grad (and of tracked modules'
+        parameters); None when they hold more than MAX_STEP_ELEMENTS values."""
+        try:
+            values = self.lookup()
+        except Exception:
+            return None
+        found: dict[str, Any] = {}
+        size = 0
+        for name, value in values.items():
+            size += _param_elements(value)
+            if size > MAX_STEP_ELEMENTS:
+                return None
+            try:
+                params = params_of_value(value, self.max_elements)
+            except Exception:
+                continue
+            if params is not None:
+                found[name] = params
+        return found
 
     def _wrap(self, original: Callable[..., Any], api: str, root: str) -> Callable[..., Any]:
         signature = inspect.signature(original)
@@ -101,11 +174,15 @@ class Recorder:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:
-        if len(self.calls) >= MAX_RECORDED_CALLS:
+        index = self.total_calls
+        self.total_calls += 1
+        if index >= MAX_RECORDED_CALLS:
             self.truncated = True
-            return original(*args, **kwargs)
-        with_grads = len(self.calls) < MAX_CALLS_WITH_GRADS
+            return self._unrecorded(original, api, args, kwargs)
+        with_grads = index < MAX_CALLS_WITH_GRADS
+        tracked = self._tracked()
         call = _describe(api, root, bound)
+        call.update(_provenance(root, bound, tracked))
         call["grads_before"] = self._grads() if with_grads else {}
         self.calls.append(call)
         evidence = Evidence(api, root, bound)
@@ -113,16 +190,69 @@ class Recorder:
             result = original(*args, **kwargs)
         except BaseException as error:
             evidence.remove()
-            call["error"] = {"type": type(error).__name__, "message": _message(error)}
-            call["grads_after"] = self._grads() if with_grads else {}
+            call["error"] = _error(error)
+            after = self._grads()
+            call["grads_after"] = after if with_grads else {}
+            self._after(api, index, after)
             raise
         evidence.remove()
-        call["grads_after"] = self._grads() if with_grads else {}
+        after = self._grads()
+        call["grads_after"] = after if with_grads else {}
+        self._after(api, index, after)
+        if api == "autograd.grad":
+            call["results"] = self._results(bound, tracked, result)
         untracked = not call["grads_before"]  # nothing to compare: any silence counts
         changed = untracked or call["grads_after"] != call["grads_before"] or result is not None
         if evidence.hooked and not evidence.fired and changed:
             self.on_tamper("autograd-not-run", f"{api} returned but the autograd engine never ran")
         return result
+
+    def _unrecorded(
+        self,
+        original: Callable[..., Any],
+        api: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """A call beyond MAX_RECORDED_CALLS: only the grads it leaves are kept."""
+        index = self.total_calls - 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            if api in ACCUMULATING:
+                self._after(api, index, self._grads())
+
+    def _after(self, api: str, index: int, grads: dict[str, Any]) -> None:
+        if api in ACCUMULATING:
+            self.last_backward = {"index": index, "grads_after": grads}
+
+    def _tracked(self) -> dict[str, Any]:
+        try:
+            return dict(self.lookup())
+        except Exception:
+            return {}
+
+    def _results(
+        self, bound: Mapping[str, Any], tracked: dict[str, Any], result: Any
+    ) -> dict[str, Any]:
+        """The gradient `torch.autograd.grad` returned for each tracked input."""
+        found: dict[str, Any] = {}
+        inputs = _tensors(bound.get("inputs"))
+        if not isinstance(result, tuple | list) or len(result) != len(inputs):
+            return found
+        for tensor, grad in zip(inputs, result, strict=True):
+            for name in _names_of(tensor, tracked):
+                try:
+                    encoded = (
+                        plain_tensor(grad, self.max_elements)
+                        if isinstance(grad, torch.Tensor)
+                        else None
+                    )
+                except Exception:
+                    continue
+                found[name] = encoded
+                self.grad_results[name] = encoded
+        return found
 
     def _grads(self) -> dict[str, Any]:
         grads: dict[str, Any] = {}
@@ -183,6 +313,90 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
+def _error(error: BaseException) -> dict[str, Any]:
+    return {"type": type(error).__name__, "message": _message(error), "mro": mro_names(error)}
+
+
+def mro_names(error: BaseException) -> list[str]:
+    """The exception's classes, most derived first, as `module.qualname` (a class named
+    like a builtin but defined elsewhere keeps its own module)."""
+    names = []
+    for cls in type(error).__mro__[:MAX_MRO]:
+        try:
+            names.append(f"{cls.__module__}.{cls.__qualname__}"[:300])
+        except Exception:
+            names.append("?")
+    return names
+
+
+def _names_of(tensor: Any, tracked: Mapping[str, Any]) -> list[str]:
+    return [name for name, value in tracked.items() if value is tensor]
+
+
+def _param_elements(value: Any) -> int:
+    try:
+        if isinstance(value, torch.Tensor):
+            return value.numel() if value.requires_grad else 0
+        if isinstance(value, torch.nn.Module):
+            return sum(p.numel() for p in value.parameters())
+    except Exception:
+        return 0
+    return 0
+
+
+def _provenance(root: Any, bound: Mapping[str, Any], tracked: Mapping[str, Any]) -> dict[str, Any]:
+    """`roots`: the tracked names the root is; `graph`: the tracked names whose tensor the
+    root's graph reaches (None: too large to walk); `inputs`: the tracked names among
+    `inputs=` (None when no inputs were given)."""
+    roots = _tensors(root)
+    given = bound.get("inputs")
+    inputs = None
+    if given is not None:
+        inputs = sorted({n for t in _tensors(given) for n in _names_of(t, tracked)})
+    return {
+        "roots": sorted({n for t in roots for n in _names_of(t, tracked)}),
+        "graph": _graph_names(roots, tracked),
+        "inputs": inputs,
+    }
+
+
+def _graph_names(roots: list[torch.Tensor], tracked: Mapping[str, Any]) -> list[str] | None:
+    leaves: dict[int, str] = {}
+    nodes: dict[int, str] = {}
+    for name, value in tracked.items():
+        tensors = [value] if isinstance(value, torch.Tensor) else []
+        if isinstance(value, torch.nn.Module):
+            with contextlib.suppress(Exception):
+                tensors = list(value.parameters())[:1_000]
+        for tensor in tensors:
+            node = tensor.grad_fn
+            if node is None:
+                leaves[id(tensor)] = name
+            else:
+                nodes[id(node)] = name
+    found = {leaves[id(t)] for t in roots if id(t) in leaves}
+    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    seen: dict[int, Any] = {}  # holds the nodes: their ids stay unique during the walk
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        if len(seen) >= MAX_GRAPH_NODES:
+            return None
+        seen[id(node)] = node
+        if id(node) in nodes:
+            found.add(nodes[id(node)])
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) in leaves:
+            found.add(leaves[id(variable)])
+        try:
+            following = node.next_functions
+        except Exception:
+            continue
+        stack.extend(item[0] for item in following if item[0] is not None)
+    return sorted(found)
+
+
 def _message(error: BaseException) -> str:
     try:
         return str(error)[:MAX_MESSAGE]
@@ -219,5 +433,6 @@ def _describe(api: str, root: Any, bound: dict[str, Any]) -> dict[str, Any]:
         "retain_graph": None if retain is None else bool(retain),
         "grads_before": {},
         "grads_after": {},
+        "results": {},
         "error": None,
     }

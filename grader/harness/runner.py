@@ -121,6 +121,7 @@ def describe_exception(error: BaseException) -> dict[str, Any]:
         message = "<unprintable message>"
     return {
         "type": type(error).__name__,
+        "mro": instrument.mro_names(error),
         "message": message[:MAX_MESSAGE],
         "line": line,
         "traceback": "".join(lines)[-MAX_TRACEBACK:],
@@ -218,6 +219,7 @@ class Runner:
             "backward_calls": self.recorder.calls,
             "backward_calls_truncated": self.recorder.truncated,
             "optimizer_steps": self.recorder.optimizer_steps,
+            "provenance": self.recorder.provenance(),
             "stdout": stdout,
             "stdout_truncated": truncated,
             "exception": exception,

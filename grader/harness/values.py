@@ -168,6 +168,21 @@ def grads_of_value(value: Any, max_elements: int) -> dict[str, Any] | None:
     return None
 
 
+def params_of_value(value: Any, max_elements: int) -> dict[str, Any] | None:
+    """The values a tracked name holds as parameters: a tensor that requires grad, or a
+    module's parameters (a dict by parameter name); None for anything else."""
+    if isinstance(value, torch.Tensor):
+        return plain_tensor(value, max_elements) if value.requires_grad else None
+    if isinstance(value, torch.nn.Module):
+        items = {}
+        for index, (name, param) in enumerate(value.named_parameters()):
+            if index >= MAX_PARAMS:
+                break
+            items[name] = plain_tensor(param, max_elements)
+        return {"kind": "dict", "items": items}
+    return None
+
+
 def decode(raw: Any) -> Any:
     """Decodes a case from the reference capture (runs in both sandboxes)."""
     kind = raw.get("kind") if isinstance(raw, dict) else None

@@ -12,6 +12,7 @@ worker that is not root), a private folder in the system's temporary directory i
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -49,6 +50,13 @@ def publish(source: Path, root: Path | None = None) -> Path:
     if not folder.is_dir():
         raise InfrastructureError(f"cannot publish the harness into {folder}")
     return folder
+
+
+@functools.cache
+def digest_of(source: Path) -> str:
+    """The digest of the harness's files (also part of the reference cache's key: a
+    capture recorded by another harness may lack what the checks now read)."""
+    return _digest(source, _files(source))
 
 
 def _files(source: Path) -> list[Path]:
