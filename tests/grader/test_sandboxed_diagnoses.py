@@ -21,6 +21,11 @@ HEADER = "import torch\n\n"
 VECTOR = "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
 RETAIN = "y = x * 2\ny.retain_grad()\n"
 SUM = "loss = (y**2).sum()\n"
+LINEAR = (
+    HEADER + "x = torch.tensor(2.0)\ntarget = torch.tensor(10.0)\n"
+    "w = torch.tensor(3.0, requires_grad=True)\nb = torch.tensor(1.0, requires_grad=True)\n"
+    "prediction = w * x + b\nloss = (prediction - target) ** 2\n"
+)
 
 # (diagnosis, package, code, the failed checks' diagnoses: {check name fragment: slug}
 # or one slug that every failed check must carry)
@@ -132,6 +137,59 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
         HEADER + "x = torch.tensor(5.0, requires_grad=True)\ny = x**2\n"
         "x.grad = torch.tensor(10.0)\n",
         "hard-coded",
+    ),
+    (
+        "wrong-backward-root",
+        "linear-regression-gradient",
+        LINEAR + "prediction.backward()\n",
+        {"w.grad": "wrong-backward-root", "b.grad": "wrong-backward-root"},
+    ),
+    (
+        "grad-cleared",
+        "first-gradient",
+        HEADER + "x = torch.tensor(5.0, requires_grad=True)\ny = x**2\n"
+        "y.backward()\nprint(x.grad)\nx.grad = None\n",
+        "grad-cleared",
+    ),
+    (
+        "grad-not-stored",
+        "first-gradient",
+        HEADER + "x = torch.tensor(5.0, requires_grad=True)\ny = x**2\n"
+        "print(torch.autograd.grad(y, x)[0])\n",
+        "grad-not-stored",
+    ),
+    (
+        "inputs-excluded",
+        "linear-regression-gradient",
+        LINEAR + "loss.backward(inputs=[w])\n",
+        "inputs-excluded",
+    ),
+    (
+        "backward-skipped",
+        "non-scalar-backward",
+        HEADER + "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = x**2\n"
+        "try:\n    y.backward()\n    y.backward(torch.ones_like(y))\n"
+        "except RuntimeError as error:\n    error_message = str(error)\n",
+        {"x.grad": "backward-skipped"},
+    ),
+    (
+        "params-edited",
+        "training-loop",
+        HEADER + "x = torch.linspace(-1.0, 1.0, 20)\nw = torch.tensor(0.0, requires_grad=True)\n"
+        "b = torch.tensor(0.0, requires_grad=True)\n"
+        "optimizer = torch.optim.SGD([w, b], lr=0.1)\nfor step in range(10):\n"
+        "    optimizer.zero_grad()\n    loss = ((w * x + b - 2 * x) ** 2).mean()\n"
+        "    loss.backward()\n    optimizer.step()\n    print(loss.item())\n"
+        "with torch.no_grad():\n    w.copy_(torch.tensor(2.0))\n    b.zero_()\n",
+        {"learned w": "params-edited", "learned b": "params-edited"},
+    ),
+    (
+        "full-jacobian",
+        "vector-jacobian-product",
+        "import torch\n\n\ndef vjp(f, x, v):\n"
+        "    jacobian = torch.autograd.functional.jacobian(f, x)\n"
+        "    return torch.tensordot(v, jacobian, dims=v.dim())\n",
+        {"one backward pass per call": "full-jacobian"},
     ),
     (
         "missing-name",
