@@ -603,6 +603,31 @@ def _reference_roots(trial: Trial) -> tuple[set[str], set[str]]:
     return roots, reached
 
 
+def grad_from_other_root(trial: Trial, name: str) -> bool:
+    """The grad of `name` came from a call that does not start from (or pass through) the
+    tracked tensor the reference backpropagates from, and whose scalar root holds another
+    value than the reference's roots: a tensor engineered to give the expected grad
+    (`(x * 10).backward()` for d(x**2)/dx at 5). A recomputed loss with the reference's
+    value is not caught here: it is the same function."""
+    roots, _ = _reference_roots(trial)
+    if not roots:
+        return False
+    losses = [c.loss for c in trial.ok_reference_calls if c.loss is not None]
+    for call in trial.ok_learner_calls:
+        if not (call.reaches(name) and (call.accumulates or name in call.results)):
+            continue
+        assert call.graph is not None  # reaches() is True only with a known graph
+        if roots & set(call.graph) or call.loss is None:
+            continue
+        if not any(_close_loss(call.loss, want) for want in losses):
+            return True
+    return False
+
+
+def _close_loss(got: float, want: float) -> bool:
+    return all_close([got], [want], 1.3e-6, 1e-5)
+
+
 def off_root(trial: Trial) -> bool:
     """A successful learner call backpropagated from another root than the reference's:
     its graph does not pass through the tracked tensor the reference starts from (the

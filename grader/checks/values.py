@@ -216,6 +216,13 @@ def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome
                     "backward() left there: it was written or changed by hand afterwards",
                     "hard-coded",
                 )
+            if diagnose.grad_from_other_root(trial, target):
+                return failed(
+                    f"{target}.grad has the expected value, but the backward call that "
+                    "filled it started from another tensor than the one the exercise "
+                    "backpropagates from",
+                    "wrong-backward-root",
+                )
             return passed(f"{target}.grad is correct")
         data = {"label": f"{target}.grad", "got": _grads_shown(got), "want": _grads_shown(want)}
         for slug, key in _present(options.variants, trial):

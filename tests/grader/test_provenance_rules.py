@@ -156,6 +156,24 @@ def test_a_backward_from_a_throw_away_tensor_is_named() -> None:
     assert run("grad", learner, reference, "w").diagnosis == "wrong-backward-root"
 
 
+def test_the_expected_grad_from_an_engineered_root_is_the_wrong_root() -> None:
+    """(x * 10).backward() gives d(x**2)/dx at x = 5 without backpropagating from y."""
+    engineered = script_capture(
+        {"x": scalar(5.0, 10.0, requires_grad=True)},
+        [traced(loss=50.0, graph=["x"], after={"x": grad_of(10.0)})],
+    )
+    reference = script_capture(
+        {"x": scalar(5.0, 10.0, requires_grad=True)},
+        [traced(loss=25.0, roots=["y"], graph=["x", "y"], after={"x": grad_of(10.0)})],
+    )
+    assert run("grad", engineered, reference, "x").diagnosis == "wrong-backward-root"
+    recomputed = script_capture(
+        {"x": scalar(5.0, 10.0, requires_grad=True)},
+        [traced(loss=25.0, graph=["x"], after={"x": grad_of(10.0)})],
+    )
+    assert run("grad", recomputed, reference, "x").passed
+
+
 def test_a_backward_through_the_negated_loss_keeps_its_sign_error() -> None:
     learner = script_capture(
         {"w": scalar(3.0, 12.0, requires_grad=True)},
