@@ -730,6 +730,40 @@ def _same(got: TensorValue | None, want: TensorValue | None) -> bool:
     return compare_tensors(got, want, Tolerance()) is None
 
 
+def _explains(
+    grad: TensorValue | None,
+    key: str,
+    left: dict[str, TensorValue | None] | None,
+    results: Sequence[dict[str, TensorValue | None]],
+) -> bool:
+    """`grad` is None or cleared, what autograd `left` there, or an autograd.grad result."""
+    if grad is None or is_cleared(grad):
+        return True
+    if left is not None and key in left and _same(grad, left[key]):
+        return True
+    return any(key in r and _same(grad, r[key]) for r in results)
+
+
+def _chain_explained(name: str, calls: Sequence[BackwardCall]) -> bool:
+    """Before each accumulating call whose grads are recorded, `name`'s grads were None,
+    cleared, what the previous accumulating call left, or an autograd.grad result: a grad
+    written by hand and then topped up by a throw-away backward is not."""
+    left: dict[str, TensorValue | None] | None = None
+    results: list[dict[str, TensorValue | None]] = []
+    for call in calls:
+        if name in call.results:
+            results.append(_grads_of(call.results[name]))
+        if not call.accumulates:
+            continue
+        if name not in call.grads_before or name not in call.grads_after:
+            return True  # not recorded from here on: nothing more to judge
+        for key, grad in _grads_of(call.grads_before[name]).items():
+            if not _explains(grad, key, left, results):
+                return False
+        left = _grads_of(call.grads_after[name])
+    return True
+
+
 def grad_explained(
     name: str,
     value: Value | None,
@@ -738,8 +772,9 @@ def grad_explained(
 ) -> bool | None:
     """Is every final .grad of `name` what autograd left there: None or cleared, the
     grad right after the last accumulating backward call, or a result of
-    torch.autograd.grad for it (stored by hand, which is legitimate)? None: cannot tell
-    (no call at all, or no record of the last call's grads)."""
+    torch.autograd.grad for it (stored by hand, which is legitimate)? And was it so
+    before every recorded backward call too? None: cannot tell (no call at all, or no
+    record of the last call's grads)."""
     finals = final_grads(value)
     if finals is None or not calls:
         return None
@@ -757,15 +792,9 @@ def grad_explained(
     results = [_grads_of(c.results[name]) for c in calls if name in c.results]
     if provenance is not None and name in provenance.grad_results:
         results.append(_grads_of(provenance.grad_results[name]))
-    for key, final in finals.items():
-        if final is None or is_cleared(final):
-            continue
-        if left is not None and key in left and _same(final, left[key]):
-            continue
-        if any(key in r and _same(final, r[key]) for r in results):
-            continue
+    if not all(_explains(final, key, left, results) for key, final in finals.items()):
         return False
-    return True
+    return _chain_explained(name, calls)
 
 
 def grad_overwritten(trial: Trial, name: str) -> bool:

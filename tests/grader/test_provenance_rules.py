@@ -109,6 +109,23 @@ def test_the_grads_after_the_last_backward_come_from_the_provenance_record() -> 
     assert run("grad", with_fields(learner, provenance=right), REFERENCE_X, "x").passed
 
 
+def test_a_grad_written_by_hand_and_topped_up_by_a_zero_backward_is_hard_coded() -> None:
+    """x.grad = 10 by hand, then (x * 0).backward(): the last backward left 10 there."""
+    learner = script_capture(
+        {"x": scalar(5.0, 10.0, requires_grad=True)},
+        [traced(graph=["x"], before={"x": grad_of(10.0)}, after={"x": grad_of(10.0)})],
+    )
+    assert run("grad", learner, REFERENCE_X, "x").diagnosis == "hard-coded"
+    honest = script_capture(
+        {"x": scalar(5.0, 20.0, requires_grad=True)},
+        [
+            traced(graph=["x", "y"], before={"x": None}, after={"x": grad_of(10.0)}),
+            traced(graph=["x", "y"], before={"x": grad_of(10.0)}, after={"x": grad_of(20.0)}),
+        ],
+    )
+    assert run("grad", honest, REFERENCE_X, "x").diagnosis == "forgot-zero-grad"
+
+
 def test_the_rule_holds_only_where_the_reference_keeps_what_its_backward_left() -> None:
     """A reference that changes .grad itself (clipping, say) switches the rule off."""
     reference = script_capture(
