@@ -111,14 +111,19 @@ class Recorder:
         before, self._before_step = self._before_step, None
         after = self._params()
         step = {"index": index, "before": before, "after": after}
-        previous = self.last_step["after"] if self.last_step is not None else None
-        irregular = previous is not None and before != previous
+        last = self.last_step
+        irregular = last is not None and before != last["after"]
         if index < MAX_STEP_RECORDS or irregular:
-            if len(self.steps) < 2 * MAX_STEP_RECORDS:
-                self.steps.append(step)
-            else:
-                self.steps_truncated = True
+            if irregular and last is not None and (not self.steps or self.steps[-1] is not last):
+                self._log_step(last)  # the step it must start from, to compare with
+            self._log_step(step)
         self.last_step = step
+
+    def _log_step(self, step: dict[str, Any]) -> None:
+        if len(self.steps) < 2 * MAX_STEP_RECORDS:
+            self.steps.append(step)
+        else:
+            self.steps_truncated = True
 
     def _params(self) -> dict[str, Any] | None:
         """The values of the tracked tensors that require grad (and of tracked modules'
