@@ -67,7 +67,6 @@ class TensorValue:
     grad_fn: str | None = None
     grad: TensorValue | None = None
     truncated: bool = False
-    retains_grad: bool = False
     kind: str = "tensor"
     retains_grad: bool = False  # a non-leaf whose .grad autograd keeps (retain_grad())
 
