@@ -178,9 +178,9 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
         HEADER + "x = torch.linspace(-1.0, 1.0, 20)\nw = torch.tensor(0.0, requires_grad=True)\n"
         "b = torch.tensor(0.0, requires_grad=True)\n"
         "optimizer = torch.optim.SGD([w, b], lr=0.1)\nfor step in range(10):\n"
-        "    optimizer.zero_grad()\n    loss = ((w * x + b - 2 * x) ** 2).mean()\n"
+        "    optimizer.zero_grad()\n    loss = ((w * x + b - 2 * x - 1) ** 2).mean()\n"
         "    loss.backward()\n    optimizer.step()\n    print(loss.item())\n"
-        "with torch.no_grad():\n    w.copy_(torch.tensor(2.0))\n    b.zero_()\n",
+        "with torch.no_grad():\n    w.copy_(torch.tensor(2.0))\n    b.fill_(1.0)\n",
         {"learned w": "params-edited", "learned b": "params-edited"},
     ),
     (
