@@ -635,11 +635,14 @@ def off_root(trial: Trial) -> bool:
     from an untracked tensor, reaches none of the tracked tensors the reference's does
     (a throw-away tensor)."""
     roots, reached = _reference_roots(trial)
-    wanted = roots or reached
-    if not wanted:
+    if not roots and not reached:
         return False
     for call in trial.ok_learner_calls:
-        if call.graph is not None and not wanted & set(call.graph):
+        if call.graph is None:
+            continue
+        if roots and not roots & set(call.graph):
+            return True
+        if not roots and not call.graph:  # the learner may track other names (a model)
             return True
     return False
 

@@ -191,6 +191,13 @@ def test_the_expected_grad_from_an_engineered_root_is_the_wrong_root() -> None:
     assert run("grad", recomputed, reference, "x").passed
 
 
+def test_a_model_tracked_under_another_name_is_not_a_wrong_root() -> None:
+    """w and b, or model.weight and model.bias: a graph through the model is no throw-away."""
+    reference = script_capture({"w": scalar(2.0, requires_grad=True)}, [traced(graph=["b", "w"])])
+    learner = script_capture({"w": scalar(1.5, requires_grad=True)}, [traced(graph=["model"])])
+    assert run("value", learner, reference, "w").diagnosis == "wrong-value"
+
+
 def test_a_backward_through_the_negated_loss_keeps_its_sign_error() -> None:
     learner = script_capture(
         {"w": scalar(3.0, 12.0, requires_grad=True)},
