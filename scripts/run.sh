@@ -95,8 +95,11 @@ export CELERY_BROKER_URL="${CELERY_BROKER_URL:-$REDIS_URL}"
 "$PY" manage.py collectstatic --noinput -v 0
 accounts=$("$PY" manage.py demo_accounts)
 
+# No mingle or gossip (as in the Docker image): after a Redis restart, mingle's broadcast
+# on the reconnected channel crashed the worker (kombu KeyError in on_readable; found by
+# scripts/loadtest-stack.sh), and with it the whole `make run`.
 start worker .venv/bin/celery -A config.celery_app worker -Q "$QUEUES" \
-  --concurrency "$WORKER_CONCURRENCY" --loglevel INFO
+  --concurrency "$WORKER_CONCURRENCY" --loglevel INFO --without-mingle --without-gossip
 # The scheduler of the recovery sweep, supervised: restarted a second after it exits, so
 # that a single process death cannot stop the sweep (/healthz/ready tells when it did).
 start beat bash -c 'while :; do "$@"; echo "run: beat exited ($?): restarting" >&2; sleep 1; done' \
