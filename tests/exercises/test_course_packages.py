@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mutant_survivors import PROVENANCE_PENDING
 
 from grader.cache import ReferenceCache
 from grader.sandbox import get_backend
@@ -53,12 +52,7 @@ def test_course_package_behaves_as_declared_and_catches_its_mutants(
     package = load_package(path)
     validation = validate_package(package, sandbox=sandbox, cache=reference_cache)
     print(validation.summary())
-    pending = PROVENANCE_PENDING.get(path.name, frozenset())  # see tests/mutant_survivors.py
-    assert all(item.ok for item in validation.items), validation.summary()
-    assert not validation.stale and not [m for m in validation.mutants if m.outcome == "error"]
-    survivors = {result.mutant.name for result in validation.survivors}
-    assert survivors <= pending, validation.summary()
-    assert validation.ok or survivors, validation.summary()
+    assert validation.ok, validation.summary()  # every mutant caught or declared equivalent
     kinds = [item.kind for item in validation.items]
     assert kinds.count("wrong") == len(package.manifest.wrong) >= 1
     assert kinds.count("alternative") == len(package.manifest.alternatives)
