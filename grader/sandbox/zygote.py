@@ -24,6 +24,7 @@ runtime changes (ZygoteIdentity).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -228,25 +229,46 @@ class ZygoteJob:
             self.link.close()
 
 
+_spawner: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawning_thread() -> concurrent.futures.ThreadPoolExecutor:
+    """One thread per process that lives as long as the process and starts every zygote:
+    bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it
+    ends, so a zygote started by a short-lived thread (a worker's start-up thread, a
+    request's thread) would die with it."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or _spawner[0] != os.getpid():  # none yet, or forked since
+            _spawner = (os.getpid(), concurrent.futures.ThreadPoolExecutor(1, "gradlab-zygote"))
+        return _spawner[1]
+
+
 def start(argv: list[str], fds: tuple[int, ...], control: socket.socket, **parts: Any) -> Zygote:
     """Runs `argv` (the bubblewrap chain ending in ZYGOTE_COMMAND and its fd arguments),
-    passing `fds`; `control` is the worker's end of the control socket."""
+    passing `fds`, from the process's spawning thread; `control` is the worker's end of
+    the control socket."""
     stderr = tempfile.TemporaryFile(prefix="gradlab-zygote-")  # noqa: SIM115
     try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            pass_fds=fds,
-            start_new_session=True,
-            env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-            cwd="/",
-        )
+        process = _spawning_thread().submit(_popen, argv, fds, stderr).result()
     except OSError as error:
         stderr.close()
         raise InfrastructureError(f"cannot start the zygote ({argv[0]}): {error}") from error
     return Zygote(process, control, stderr=stderr, **parts)
+
+
+def _popen(argv: list[str], fds: tuple[int, ...], stderr: IO[bytes]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        pass_fds=fds,
+        start_new_session=True,
+        env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+        cwd="/",
+    )
 
 
 def _hello(link: socket.socket, host_uid: int) -> int:

@@ -15,6 +15,7 @@ import secrets
 import shutil
 import signal
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -288,3 +289,18 @@ def test_a_changed_harness_gets_a_new_zygote(tmp_path: Path) -> None:
 
 def _is_zombie(pid: int) -> bool:
     return _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()[:1] == ["Z"]
+
+
+def test_a_zygote_started_by_a_thread_that_has_ended_keeps_serving(
+    zygote_backend: BubblewrapSandbox,
+) -> None:
+    """As a worker process starts its zygote from a short-lived thread: bwrap's
+    --die-with-parent follows the thread that started it, not the process."""
+    starter = threading.Thread(target=zygote_backend.prepare)
+    starter.start()
+    starter.join()
+    first = zygote_backend.zygote_pid()
+    assert first is not None
+    time.sleep(0.5)  # room for a death signal to land; the assertions hold at any moment
+    assert run(zygote_backend, job_prefix(), "print('served')").stdout == b"served\n"
+    assert zygote_backend.zygote_pid() == first
