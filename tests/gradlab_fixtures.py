@@ -63,6 +63,31 @@ def wait_for(
     raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
 
 
+# -- the sandbox shared by the grading tests ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def warm_sandbox() -> Iterator[Any]:
+    """One bubblewrap backend with warm spares for the whole test process: while a run is
+    graded, the next sandbox already has torch imported (each run still gets a fresh
+    sandbox; a job whose limits differ from the spare's gets a cold one). The grading
+    tests of tests/grader and tests/exercises share it, as a worker shares its own."""
+    from grader.sandbox import get_backend
+
+    backend = get_backend("bubblewrap", warm=True)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The reference captures of the whole test process (keyed by package content, seed and
+    runtime, like a worker's): a package's reference runs once however many tests grade it."""
+    from grader.cache import ReferenceCache
+
+    return ReferenceCache(tmp_path_factory.mktemp("reference-cache"))
+
+
 # -- catalog and personas --------------------------------------------------------------
 
 
@@ -215,8 +240,11 @@ def start_worker(
     def start(*, beat: bool = False, **extra_env: str) -> Worker:
         index = len(started)
         log = tmp_path / f"worker-{index}.log"
+        # The URLs below are this test process's own (config.settings.test already chose
+        # its Redis database under pytest-xdist): the worker must not choose again.
+        inherited = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
         env = {
-            **os.environ,
+            **inherited,
             "PYTHONPATH": f"{ROOT / 'platform'}{os.pathsep}{ROOT}",
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": _database_url(),

@@ -7,13 +7,11 @@ reference runs once for its files and its mutants."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from grader.cache import ReferenceCache
-from grader.sandbox import get_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import load_module, load_package, package_dirs
 from grader.validation import validate_package
@@ -25,19 +23,12 @@ pytestmark = pytest.mark.sandbox
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> Iterator[Sandbox]:
-    """A warm backend: while one run of a package is graded, the next sandbox already has
-    torch imported (each run still gets a fresh sandbox). Every run of a package has the
-    same limits, so the spare almost always fits; the references come from the session's
-    cache after their first run."""
-    backend = get_backend("bubblewrap", warm=True)
-    yield backend
-    backend.close()  # type: ignore[attr-defined]
-
-
-@pytest.fixture(scope="session")
-def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> ReferenceCache:
-    return ReferenceCache(tmp_path_factory.mktemp("course-reference-cache"))
+def sandbox(warm_sandbox: Sandbox) -> Sandbox:
+    """The session's warm backend: while one run of a package is graded, the next sandbox
+    already has torch imported (each run still gets a fresh sandbox). Every run of a
+    package has the same limits, so the spare almost always fits; the references come from
+    the session's cache after their first run."""
+    return warm_sandbox
 
 
 def test_every_package_is_listed_in_the_module() -> None:

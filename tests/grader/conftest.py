@@ -1,5 +1,6 @@
-"""Fixtures of the grading-engine tests: the real bubblewrap sandbox, a reference cache
-shared by the session, and a helper that grades code against a package."""
+"""Fixtures of the grading-engine tests: the real bubblewrap sandbox (the session's warm
+backend, tests/gradlab_fixtures.py), the session's reference cache, and a helper that
+grades code against a package."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from grading_helpers import package_at
 from grader.cache import ReferenceCache
 from grader.engine import GradeJob, grade
 from grader.protocol import Report
-from grader.sandbox import get_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
 
@@ -19,13 +19,8 @@ GradeCode = Callable[..., Report]
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> Sandbox:
-    return get_backend("bubblewrap")
-
-
-@pytest.fixture(scope="session")
-def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> ReferenceCache:
-    return ReferenceCache(tmp_path_factory.mktemp("reference-cache"))
+def sandbox(warm_sandbox: Sandbox) -> Sandbox:
+    return warm_sandbox
 
 
 @pytest.fixture

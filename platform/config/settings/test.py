@@ -1,5 +1,7 @@
 """pytest (pyproject: DJANGO_SETTINGS_MODULE). PostgreSQL and Redis are real."""
 
+import os
+
 import dj_database_url
 
 from config.env import env_int, env_str
@@ -13,9 +15,28 @@ DATABASES = {
         env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gradlab"), conn_max_age=0
     )
 }
+
+
+def per_test_process(url: str) -> str:
+    """Under pytest-xdist, test process gwN uses Redis database N above the given one, so
+    the processes' caches (LTI nonces, throttles) and queues never meet."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return url
+    base, _, db = url.rpartition("/")
+    return f"{base}/{int(db or 0) + int(worker[2:])}"
+
+
 # Database 1 by default: tests never share a broker database with a `make run` (database 0).
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/1")
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+_REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/1")
+REDIS_URL = per_test_process(_REDIS_URL)
+CELERY_BROKER_URL = per_test_process(env_str("CELERY_BROKER_URL", _REDIS_URL))
+CACHES = {
+    "default": {
+        **CACHES["default"],  # noqa: F405
+        "LOCATION": per_test_process(env_str("GRADLAB_CACHE_URL", _REDIS_URL)),
+    }
+}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # whitenoise finds a static file when it is asked for, instead of indexing STATIC_ROOT each
 # time a test client builds the middleware (after `make run`'s collectstatic: ~900 files
