@@ -6,6 +6,9 @@ PY := .venv/bin/python
 export PYTHONPATH := platform:.
 # What the fast lane leaves out (tests/lanes.py marks the tests that need these).
 FAST_LANE := not sandbox and not docker and not browser and not worker
+# Test processes (pytest-xdist): one per core of the 2-core reference machine; 0 runs the
+# tests in pytest's own process (what `scripts/test.sh <paths>` does).
+TEST_PROCESSES ?= 2
 
 .PHONY: help venv setup run test test-fast lint pytest pytest-fast bench services sandbox \
 	docker-setup browser-setup lock
@@ -45,10 +48,10 @@ lint: setup
 	.venv/bin/mypy grader platform
 
 pytest:
-	bash scripts/test.sh
+	bash scripts/test.sh -n $(TEST_PROCESSES)
 
 pytest-fast:
-	bash scripts/test.sh -m "$(FAST_LANE)"
+	bash scripts/test.sh -n $(TEST_PROCESSES) -m "$(FAST_LANE)"
 
 test: sandbox services docker-setup browser-setup lint pytest
 

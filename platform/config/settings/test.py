@@ -31,6 +31,9 @@ def per_test_process(url: str) -> str:
 _REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/1")
 REDIS_URL = per_test_process(_REDIS_URL)
 CELERY_BROKER_URL = per_test_process(env_str("CELERY_BROKER_URL", _REDIS_URL))
+# Celery reads CELERY_BROKER_URL from the environment before its configuration: this
+# process's own database must be there too.
+os.environ["CELERY_BROKER_URL"] = CELERY_BROKER_URL
 CACHES = {
     "default": {
         **CACHES["default"],  # noqa: F405
