@@ -275,6 +275,7 @@ ERROR_SIGNATURES: tuple[tuple[str, str], ...] = (
     ("trying to backward through the graph a second time", "freed-graph"),
     ("a leaf variable that requires grad is being used in an in-place operation", "inplace-leaf"),
     ("does not require grad and does not have a grad_fn", "graph-broken"),
+    ("expected all tensors to be on the same device", "device-mismatch"),
 )
 
 

@@ -20,7 +20,7 @@ import signal
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grader.cache import ReferenceCache, cache_key
@@ -32,6 +32,7 @@ from grader.capture import (
     parse_result,
     validate_capture,
 )
+from grader.checks.integrity import limited
 from grader.protocol import (
     FRAME_OVERHEAD_BYTES,
     PROTOCOL_VERSION,
@@ -313,17 +314,92 @@ def grade_with_capture(
 ) -> tuple[Report, Capture | None]:
     """`grade`, also returning the learner's validated capture (None without one).
     `reference`: the reference's capture for this job's package, seed and device, when the
-    caller already holds it (package validation grades many files against one)."""
+    caller already holds it (package validation grades many files against one).
+
+    A script exercise of `device = "cuda"` runs twice on every worker, so that a GPU
+    worker and a CPU worker give the same verdict: once on a machine with a GPU (the
+    worker's GPU, or on a CPU worker the harness's stand-in GPU: envelope `stand_in`,
+    grader/harness/standin.py) and once without one (a sandbox without the GPU). Each
+    check passes only where it passes in both runs (`combine_device_runs`)."""
     package = job.package
-    limits = package.manifest.limits
     if reference is None:
         reference = reference_capture(
             package, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache
         )
+    runs = device_runs(package, job.device)
+    graded = [
+        _learner_report(job, reference, device, stand_in, sandbox, suffix)
+        for suffix, (device, stand_in) in enumerate(runs)
+    ]
+    if len(graded) == 1:
+        return graded[0]
+    (with_gpu, capture), (without_gpu, _) = graded
+    return combine_device_runs(package, with_gpu, without_gpu), capture
+
+
+WITH_GPU = "on a machine with a GPU: "
+WITHOUT_GPU = "on a machine without a GPU: "
+
+
+def device_runs(package: Package, device: str) -> list[tuple[str, str | None]]:
+    """(sandbox device, stand-in) of each learner run: the worker's own, or for a script
+    exercise of `device = "cuda"` first with a GPU (real or stand-in), then without."""
+    manifest = package.manifest
+    if manifest.device != "cuda" or manifest.kind != "script":
+        return [(device, None)]
+    if device == "cuda":
+        return [("cuda", None), ("cpu", None)]
+    return [("cpu", "cuda"), ("cpu", None)]
+
+
+def combine_device_runs(package: Package, with_gpu: Report, without_gpu: Report) -> Report:
+    """One report from the runs with and without a GPU: a failed run fails the whole
+    (its message says which machine); otherwise each check keeps the first failure."""
+    flags = limited([*with_gpu.integrity_flags, *without_gpu.integrity_flags])
+    duration = round(with_gpu.duration_s + without_gpu.duration_s, 3)
+    for report, where in ((with_gpu, WITH_GPU), (without_gpu, WITHOUT_GPU)):
+        if report.status != "graded":
+            message = where + report.message
+            return replace(report, message=message, integrity_flags=flags, duration_s=duration)
+    checks = []
+    for gpu, plain in zip(with_gpu.checks, without_gpu.checks, strict=True):
+        if not gpu.passed:
+            checks.append(replace(gpu, message=WITH_GPU + gpu.message))
+        elif not plain.passed:
+            checks.append(replace(plain, message=WITHOUT_GPU + plain.message))
+        else:
+            checks.append(gpu)
+    score = sum(c.score for c in checks)
+    exception = with_gpu.exception or without_gpu.exception
+    return replace(
+        with_gpu,
+        score=score,
+        passed=score == with_gpu.max_score,
+        checks=tuple(checks),
+        exception=exception,
+        integrity_flags=flags,
+        duration_s=duration,
+    )
+
+
+def _learner_report(
+    job: GradeJob,
+    reference: Capture,
+    device: str,
+    stand_in: str | None,
+    sandbox: Sandbox,
+    suffix: int,
+) -> tuple[Report, Capture | None]:
+    """Runs the learner's code once (on `device`, with a stand-in GPU when asked)."""
+    package = job.package
+    limits = package.manifest.limits
     runtime = sandbox.runtime_key(job.device)
     envelope = learner_envelope(package, job.code, reference)
+    if stand_in is not None:
+        envelope["stand_in"] = stand_in
+    job_id = job.job_id if suffix == 0 else f"{job.job_id}-{suffix}"
     started = time.perf_counter()
-    run = run_envelope(sandbox, envelope, limits, job.device, job.job_id)
+    run = run_envelope(sandbox, envelope, limits, device, job_id)
     duration = time.perf_counter() - started
     if run.result.status != RunStatus.OK:
         return failed_report(package, failure_message(run.result, limits), runtime, duration), None

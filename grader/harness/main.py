@@ -332,7 +332,10 @@ def serve(stdin_fd: int, stdout_fd: int) -> int:
         return 2
     pump = Pump(out_fd, sock, talk, (stderr_cap, result_cap))
     status = wait_child(pid, pump)
-    versions = {"torch_version": torch.__version__.split("+")[0], "device": worker_device()}
+    device = worker_device()
+    if envelope.get("stand_in") == "cuda" and envelope.get("kind") == "script":
+        device = "cuda"  # the child played a GPU (standin.py)
+    versions = {"torch_version": torch.__version__.split("+")[0], "device": device}
     if pump.channel_overflow:
         capture = too_large(talk, versions)
     else:

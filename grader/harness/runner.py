@@ -15,6 +15,7 @@ Messages to the parent (FORMAT.md section 2): `tamper` (at once, when seen), `ne
 from __future__ import annotations
 
 import builtins
+import contextlib
 import io
 import linecache
 import os
@@ -32,6 +33,7 @@ import confine
 import guard
 import instrument
 import numpy as np
+import standin
 import torch
 import values
 from instrument import Recorder
@@ -47,6 +49,7 @@ MAX_TAMPER = 100
 SEED = 0
 HARNESS_MODULES = (
     "casework", "channel", "confine", "conversation", "guard", "instrument", "values", "runner",
+    "standin",
 )  # fmt: skip
 
 
@@ -146,6 +149,7 @@ class Runner:
         self.tampers = 0
         self.audit: guard.AuditGuard | None = None
         self.snapshot: guard.Snapshot | None = None
+        self.device_mode: Any = contextlib.nullcontext()  # the stand-in GPU's mode
 
     # -- integrity ------------------------------------------------------------------
 
@@ -166,7 +170,10 @@ class Runner:
         confine.install(os.getppid(), channel.CHILD_FD)
         self.recorder.install()
         casework.install_watchers()
-        modules = [casework, channel, confine, guard, instrument, values, sys.modules[__name__]]
+        if self.envelope.get("stand_in") == "cuda" and self.envelope["kind"] == "script":
+            self.device_mode, values.device_name = standin.install()
+        modules = [casework, channel, confine, guard, instrument, values, standin]
+        modules.append(sys.modules[__name__])
         spaces = guard.watched_namespaces(modules)
         files = {m.__file__ for m in modules if m.__file__}
         self.snapshot = guard.Snapshot(spaces)
@@ -233,7 +240,7 @@ class Runner:
         exception = None
         try:
             code = compile_source(source, SUBMISSION)
-            with self.watching():
+            with self.watching(), self.device_mode:
                 exec(code, namespace)
         except SystemExit as error:
             if error.code not in (None, 0):

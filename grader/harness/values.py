@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,14 @@ def _flat(tensor: torch.Tensor, max_elements: int) -> tuple[list[Any], bool]:
     return [number(v) for v in flat.tolist()], truncated
 
 
+def _device_name(tensor: torch.Tensor) -> str:
+    return str(tensor.device)
+
+
+# A tensor's device in the capture; a stand-in GPU run replaces it (standin.py).
+device_name: Callable[[torch.Tensor], str] = _device_name
+
+
 def plain_tensor(tensor: torch.Tensor, max_elements: int) -> dict[str, Any]:
     data: list[Any]
     if tensor.device.type == "meta":  # no data to read: shape, dtype and device only
@@ -56,7 +65,7 @@ def plain_tensor(tensor: torch.Tensor, max_elements: int) -> dict[str, Any]:
         "kind": "tensor",
         "dtype": dtype_name(tensor.dtype),
         "shape": list(tensor.shape),
-        "device": str(tensor.device),
+        "device": device_name(tensor),
         "requires_grad": False,
         "is_leaf": True,
         "grad_fn": None,

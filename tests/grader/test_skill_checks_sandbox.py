@@ -168,3 +168,52 @@ def test_honest_code_written_unlike_the_reference_keeps_every_point(
 ) -> None:
     report = grade_code(package, code)
     assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
+
+
+DEVICE = "device-agnostic-training"
+DEVICE_CHECK = "the model lives on the worker's device"
+MOVE = "    x, y = x.to(device), y.to(device)\n"
+
+
+def _device_solution() -> str:
+    from grading_helpers import REPO
+
+    return (REPO / "exercises" / DEVICE / "solution.py").read_text(encoding="utf-8")
+
+
+def test_a_thrown_away_move_fails_on_a_cpu_worker_as_it_would_on_a_gpu(
+    grade_code: GradeCode,
+) -> None:
+    code = _device_solution().replace(MOVE, "    for t in (x, y):\n        t.to(device)\n")
+    report = grade_code(DEVICE, code, device="cpu")
+    failed = {c.name: c for c in report.checks if not c.passed}
+    assert "loss of every training step" in failed
+    assert failed["loss of every training step"].diagnosis == "device-mismatch"
+    assert failed["loss of every training step"].message.startswith("on a machine with a GPU")
+
+
+def test_a_hard_coded_cpu_device_fails_the_device_check_on_a_cpu_worker(
+    grade_code: GradeCode,
+) -> None:
+    code = _device_solution().replace(
+        'torch.device("cuda" if torch.cuda.is_available() else "cpu")', '"cpu"'
+    )
+    report = grade_code(DEVICE, code, device="cpu")
+    failed = {c.name: c.diagnosis for c in report.checks if not c.passed}
+    assert failed == {DEVICE_CHECK: "device-mismatch"}
+
+
+def test_device_agnostic_code_written_otherwise_passes_both_runs(grade_code: GradeCode) -> None:
+    code = (
+        _device_solution()
+        .replace(
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model.to(device)\n",
+            'device = "cuda:0" if torch.cuda.device_count() > 0 else "cpu"\n'
+            "model = model.to(device)\n"
+            "assert next(model.parameters()).device.type == torch.device(device).type\n",
+        )
+        .replace(MOVE, "    x = x.to(device)\n    y = torch.as_tensor(y, device=device)\n")
+    )
+    report = grade_code(DEVICE, code, device="cpu")
+    assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]

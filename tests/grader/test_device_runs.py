@@ -1,0 +1,67 @@
+"""Same verdict on every worker: a script exercise of `device = "cuda"` is graded with a
+GPU (real, or the harness's stand-in on a CPU worker) and without one, and each check
+passes only where it passes in both (grader.engine.device_runs, combine_device_runs)."""
+
+from __future__ import annotations
+
+from grading_helpers import package_at
+
+from grader.engine import WITH_GPU, WITHOUT_GPU, combine_device_runs, device_runs
+from grader.protocol import CheckResult, IntegrityFlag, Report
+
+
+def test_a_cuda_script_runs_with_and_without_a_gpu_on_every_worker() -> None:
+    package = package_at("device-agnostic-training")
+    assert device_runs(package, "cpu") == [("cpu", "cuda"), ("cpu", None)]
+    assert device_runs(package, "cuda") == [("cuda", None), ("cpu", None)]
+
+
+def test_other_exercises_run_once_on_the_workers_device() -> None:
+    assert device_runs(package_at("training-loop"), "cpu") == [("cpu", None)]
+    assert device_runs(package_at("custom-autograd-function"), "cuda") == [("cuda", None)]
+
+
+def check(name: str, passed: bool, message: str = "m", points: float = 5.0) -> CheckResult:
+    return CheckResult(name, passed, points if passed else 0.0, points, message)
+
+
+def report(*checks: CheckResult, status: str = "graded", message: str = "") -> Report:
+    score = sum(c.score for c in checks)
+    return Report(
+        status=status,
+        score=score,
+        max_score=10.0,
+        passed=score == 10.0,
+        message=message,
+        checks=checks,
+        duration_s=1.0,
+    )
+
+
+def test_a_check_passes_only_where_it_passes_in_both_runs() -> None:
+    package = package_at("device-agnostic-training")
+    with_gpu = report(check("a", True), check("b", False, "on cpu"))
+    without = report(check("a", False, "crashed"), check("b", True))
+    combined = combine_device_runs(package, with_gpu, without)
+    assert combined.score == 0.0 and not combined.passed
+    assert [c.message for c in combined.checks] == [WITHOUT_GPU + "crashed", WITH_GPU + "on cpu"]
+    assert combined.duration_s == 2.0
+
+
+def test_two_passing_runs_keep_every_point_and_both_runs_flags() -> None:
+    package = package_at("device-agnostic-training")
+    flagged = Report(
+        **{**report(check("a", True), check("b", True)).__dict__,
+           "integrity_flags": (IntegrityFlag("tamper", "x: y"),)}
+    )  # fmt: skip
+    combined = combine_device_runs(package, report(check("a", True), check("b", True)), flagged)
+    assert combined.passed and combined.score == 10.0
+    assert combined.integrity_flags == (IntegrityFlag("tamper", "x: y"),)
+
+
+def test_a_failed_run_fails_the_whole_and_says_on_which_machine() -> None:
+    package = package_at("device-agnostic-training")
+    failed = report(status="failed", message="time limit of 20 s exceeded")
+    combined = combine_device_runs(package, report(check("a", True), check("b", True)), failed)
+    assert combined.status == "failed"
+    assert combined.message == WITHOUT_GPU + "time limit of 20 s exceeded"
