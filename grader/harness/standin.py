@@ -75,11 +75,13 @@ class Tags:
 
 
 def _kind(device: Any) -> str | None:
-    """ "cuda" / "cpu" for a device argument (str, torch.device, int), else None."""
+    """The stand-in's "cuda" / "cpu" for a device argument (str, torch.device, int), else
+    None (not a device, or another real one such as "meta", passed through untouched)."""
     if isinstance(device, torch.device):
-        return GPU if device.type == GPU else CPU
+        device = device.type
     if isinstance(device, str):
-        return GPU if device.split(":")[0] == GPU else CPU
+        kind = device.split(":")[0]
+        return kind if kind in (GPU, CPU) else None
     if isinstance(device, int) and not isinstance(device, bool):
         return GPU
     return None
@@ -112,7 +114,7 @@ class StandInMode(TorchFunctionMode):
         if name == "numpy" and args and self.device_of(args[0]) == GPU:
             raise TypeError(NUMPY)
         target = _kind(kwargs.get("device"))
-        if "device" in kwargs:
+        if target == GPU:
             kwargs["device"] = CPU
         inputs = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         device = target or self._common(inputs, name)
@@ -195,10 +197,10 @@ class StandInMode(TorchFunctionMode):
         kept = [args[0]]
         for item in args[1:]:
             if isinstance(item, torch.Tensor):
-                kept.append(item.dtype)
-            elif _kind(item) is None:
+                kept.append(item.dtype if self.device_of(item) == GPU else item)
+            elif _kind(item) != GPU:
                 kept.append(item)
-        rest = {k: (CPU if k == "device" else v) for k, v in kwargs.items()}
+        rest = {k: (CPU if k == "device" and _kind(v) == GPU else v) for k, v in kwargs.items()}
         return tuple(kept), rest
 
 
@@ -210,18 +212,20 @@ def _module_mover(
     def move(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         target = fixed
         if fixed is None:
-            device = kwargs.pop("device", None)
+            target = _kind(kwargs.get("device"))
+            if target == GPU:
+                kwargs.pop("device")
             rest = []
             for item in args:
-                kind = _kind(item)
-                if kind is not None and not isinstance(item, torch.dtype):
-                    device = item
-                elif isinstance(item, torch.Tensor):
-                    device = tags.get(item) or CPU
-                    rest.append(item.dtype)
+                if isinstance(item, torch.Tensor):
+                    target = tags.get(item) or CPU
+                    rest.append(item.dtype if target == GPU else item)
+                elif _kind(item) is not None:
+                    target = _kind(item)
+                    if target != GPU:
+                        rest.append(item)
                 else:
                     rest.append(item)
-            target = _kind(device)
             result = original(module, *rest, **kwargs)
         else:
             result = original(module)
