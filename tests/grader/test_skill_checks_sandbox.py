@@ -115,7 +115,8 @@ def test_the_right_numbers_the_forbidden_way_lose_the_skill_check(
     assert not skill.passed
     assert skill.diagnosis == diagnosis, skill.message
     others = [c.name for c in report.checks if not c.passed and c.name != skill.name]
-    assert not others, "the numbers are right: only the skill check fails"
+    if package != "retain-grad":  # there a .grad written by hand is also hard-coded
+        assert not others, "the numbers are right: only the skill check fails"
 
 
 HONEST = [
@@ -152,7 +153,7 @@ HONEST = [
         "x = torch.linspace(0, 2, 30).unsqueeze(1)\n"
         "for step in range(600):\n"
         "    opt.zero_grad()\n"
-        "    loss = nn.functional.mse_loss(model(x), 2 * x)\n"
+        "    loss = nn.functional.mse_loss(model(x), 2 * x + 1)\n"
         "    loss.backward()\n"
         "    opt.step()\n"
         "    print(step, loss.item())\n",
