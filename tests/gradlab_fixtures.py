@@ -74,7 +74,7 @@ def warm_sandbox() -> Iterator[Any]:
     tests of tests/grader and tests/exercises share it, as a worker shares its own."""
     from grader.sandbox import get_backend
 
-    backend = get_backend("bubblewrap", warm=True)
+    backend = get_backend("bubblewrap", warm=True, zygote=True)
     yield backend
     backend.close()
 
