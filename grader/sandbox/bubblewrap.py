@@ -565,8 +565,9 @@ class BubblewrapSandbox:
         self, argv: list[str], fds: tuple[int, ...]
     ) -> tuple[subprocess.Popen[bytes], float]:
         started = time.monotonic()
-        try:
-            process = subprocess.Popen(
+
+        def popen() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -576,6 +577,9 @@ class BubblewrapSandbox:
                 env=HOST_ENV,
                 cwd="/",
             )
+
+        try:  # a warm spare outlives the job (and the thread) that started it
+            process = common.in_spawning_thread(popen)
         except OSError as error:
             raise InfrastructureError(f"cannot start the sandbox ({argv[0]}): {error}") from error
         return process, started

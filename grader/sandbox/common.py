@@ -4,9 +4,14 @@ run ended becomes a RunStatus and a message."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import os
 import signal
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from grader.protocol import FRAME_OVERHEAD_BYTES, Limits, RunStatus
 
@@ -89,3 +94,24 @@ def signal_of(code: int) -> signal.Signals | None:
     with contextlib.suppress(ValueError):
         return signal.Signals(number)
     return None
+
+
+# -- the spawning thread -------------------------------------------------------------------
+
+T = TypeVar("T")
+_spawner: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+_spawner_lock = threading.Lock()
+
+
+def in_spawning_thread(start: Callable[[], T]) -> T:
+    """Runs `start` (which starts a sandbox process) in the one thread per process that
+    lives as long as the process. bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when
+    the *thread* that started it ends: a warm spare or a zygote started by a short-lived
+    thread (a validation pool's, a worker's start-up thread) would be SIGKILLed with it,
+    while a later job is handed that sandbox."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or _spawner[0] != os.getpid():  # none yet, or forked since
+            _spawner = (os.getpid(), concurrent.futures.ThreadPoolExecutor(1, "gradlab-spawn"))
+        spawner = _spawner[1]
+    return spawner.submit(start).result()

@@ -24,7 +24,6 @@ runtime changes (ZygoteIdentity).
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import json
 import logging
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from grader.protocol import InfrastructureError
-from grader.sandbox import cgroups
+from grader.sandbox import cgroups, common
 from grader.sandbox.config import DEFAULT_ZYGOTE_JOBS
 
 log = logging.getLogger(__name__)
@@ -229,29 +228,13 @@ class ZygoteJob:
             self.link.close()
 
 
-_spawner: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
-_spawner_lock = threading.Lock()
-
-
-def _spawning_thread() -> concurrent.futures.ThreadPoolExecutor:
-    """One thread per process that lives as long as the process and starts every zygote:
-    bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it
-    ends, so a zygote started by a short-lived thread (a worker's start-up thread, a
-    request's thread) would die with it."""
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None or _spawner[0] != os.getpid():  # none yet, or forked since
-            _spawner = (os.getpid(), concurrent.futures.ThreadPoolExecutor(1, "gradlab-zygote"))
-        return _spawner[1]
-
-
 def start(argv: list[str], fds: tuple[int, ...], control: socket.socket, **parts: Any) -> Zygote:
     """Runs `argv` (the bubblewrap chain ending in ZYGOTE_COMMAND and its fd arguments),
     passing `fds`, from the process's spawning thread; `control` is the worker's end of
     the control socket."""
     stderr = tempfile.TemporaryFile(prefix="gradlab-zygote-")  # noqa: SIM115
     try:
-        process = _spawning_thread().submit(_popen, argv, fds, stderr).result()
+        process = common.in_spawning_thread(lambda: _popen(argv, fds, stderr))
     except OSError as error:
         stderr.close()
         raise InfrastructureError(f"cannot start the zygote ({argv[0]}): {error}") from error
