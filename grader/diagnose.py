@@ -740,8 +740,9 @@ def _explains(
     left: dict[str, TensorValue | None] | None,
     results: Sequence[dict[str, TensorValue | None]],
 ) -> bool:
-    """`grad` is None or cleared, what autograd `left` there, or an autograd.grad result."""
-    if grad is None or is_cleared(grad):
+    """`grad` is None or cleared, what autograd `left` there, or an autograd.grad result
+    (or data-less, on the meta device: there is nothing to judge)."""
+    if grad is None or is_cleared(grad) or not grad.complete:
         return True
     if left is not None and key in left and _same(grad, left[key]):
         return True

@@ -1,7 +1,8 @@
 """Real wrong submissions, graded through the real bubblewrap sandbox, are named for the
 mistake they make.
 
-CASES: every diagnosis of FORMAT.md section 5 has a wrong submission, and the test
+CASES: every diagnosis of FORMAT.md section 5 has a wrong submission (the skill checks'
+in test_skill_checks_sandbox.FORBIDDEN), and the test
 asserts the diagnosis of every failed check, so one named for the wrong mistake fails.
 NAMED_CHECK_CASES: submissions from the course's packages (and variants of them) whose
 one named check must carry the real mistake, so a diagnosis that only appears on some
@@ -12,6 +13,7 @@ from __future__ import annotations
 import pytest
 from conftest import GradeCode
 from grading_helpers import REPO, failed_diagnoses
+from test_skill_checks_sandbox import FORBIDDEN as SKILL_FORBIDDEN
 
 from grader.diagnose import DIAGNOSES
 
@@ -250,7 +252,9 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
 
 
 def test_every_diagnosis_of_the_format_has_a_sandboxed_wrong_submission() -> None:
-    assert {case[0] for case in CASES} == set(DIAGNOSES)
+    """Here, or among the skill checks' forbidden submissions (test_skill_checks_sandbox)."""
+    skills = {diagnosis for *_, diagnosis in SKILL_FORBIDDEN}
+    assert {case[0] for case in CASES} | skills == set(DIAGNOSES)
 
 
 @pytest.mark.parametrize(
