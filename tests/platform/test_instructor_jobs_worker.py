@@ -54,7 +54,7 @@ def test_a_regrade_job_is_run_once_by_a_worker_and_its_outcome_stored(
     assert (job.status, job.attempts, job.error) == ("done", 1, "")
     assert job.outcome == {
         "exercise": E2E_SLUG, "version": exercise.current_version.number,
-        "regraded": 0, "changed": [], "errors": [],
+        "regraded": 0, "changed": [], "errors": [], "preview": False,
     }  # fmt: skip
     assert job.lease_expires_at is None and job.finished_at is not None
 

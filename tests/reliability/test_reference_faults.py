@@ -140,7 +140,12 @@ def test_a_reference_killed_from_outside_is_retried_and_graded_not_exercise_brok
     row = wait_for(lambda: _finished(submission_id), what="the retry after the killed run")
     assert row.status == "graded" and row.passed is True, row.error_message
     assert row.attempts == 2
-    assert "was killed (SIGKILL) from outside the sandbox" in worker.output()
+    log = worker.output()
+    # The kill lands while the reference runs or while bubblewrap still sets it up (an
+    # InfrastructureError): either way a fault of ours, retried, and never "broken".
+    killed = ("was killed (SIGKILL) from outside the sandbox", "could not set up the sandbox")
+    assert any(text in log for text in killed), log
+    assert "infrastructure fault" in log and "is broken" not in log
 
 
 @pytest.mark.parametrize(
