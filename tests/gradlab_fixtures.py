@@ -67,11 +67,12 @@ def wait_for(
 
 
 @pytest.fixture(scope="session")
-def warm_sandbox() -> Iterator[Any]:
-    """One bubblewrap backend with warm spares for the whole test process: while a run is
-    graded, the next sandbox already has torch imported (each run still gets a fresh
-    sandbox; a job whose limits differ from the spare's gets a cold one). The grading
-    tests of tests/grader and tests/exercises share it, as a worker shares its own."""
+def sandbox() -> Iterator[Any]:
+    """The grading backend of the whole test process, as a worker process has its own:
+    bubblewrap forking each CPU job from a torch-loaded zygote (as `make run` does), with a
+    warm spare for any other job (each run still gets a fresh sandbox). The grading tests of
+    tests/grader and tests/exercises share it; the cold, warm and zygote paths each keep
+    their own tests in tests/sandbox."""
     from grader.sandbox import get_backend
 
     backend = get_backend("bubblewrap", warm=True, zygote=True)

@@ -47,7 +47,6 @@ FOLDER_MARKERS: dict[str, tuple[str, ...]] = {
 FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     # the real bubblewrap sandbox
     "sandbox": ("sandbox",),
-    "warm_sandbox": ("sandbox",),
     "grade_code": ("sandbox",),
     "backend": ("sandbox",),
     "bubblewrap_raw": ("sandbox",),

@@ -2,8 +2,8 @@
 passes every check, the starter runs, each known wrong solution fails with the diagnosis
 it declares, each alternative passes, no run trips the tamper detector (a false alarm on
 our own code), and every auto-mutant of the reference is caught or declared equivalent.
-The reference cache and the warm backend are shared by the session; each package's
-reference runs once for its files and its mutants."""
+The reference cache and the grading backend (tests/gradlab_fixtures.py) are shared by the
+session; each package's reference runs once for its files and its mutants."""
 
 from __future__ import annotations
 
@@ -20,15 +20,6 @@ EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 PACKAGES = package_dirs(EXERCISES)
 
 pytestmark = pytest.mark.sandbox
-
-
-@pytest.fixture(scope="session")
-def sandbox(warm_sandbox: Sandbox) -> Sandbox:
-    """The session's warm backend: while one run of a package is graded, the next sandbox
-    already has torch imported (each run still gets a fresh sandbox). Every run of a
-    package has the same limits, so the spare almost always fits; the references come from
-    the session's cache after their first run."""
-    return warm_sandbox
 
 
 def test_every_package_is_listed_in_the_module() -> None:

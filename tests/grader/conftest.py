@@ -1,4 +1,4 @@
-"""Fixtures of the grading-engine tests: the real bubblewrap sandbox (the session's warm
+"""Fixtures of the grading-engine tests: the real bubblewrap sandbox (the session's grading
 backend, tests/gradlab_fixtures.py), the session's reference cache, and a helper that
 grades code against a package."""
 
@@ -16,11 +16,6 @@ from grader.sandbox.base import Sandbox
 from grader.spec import Package
 
 GradeCode = Callable[..., Report]
-
-
-@pytest.fixture(scope="session")
-def sandbox(warm_sandbox: Sandbox) -> Sandbox:
-    return warm_sandbox
 
 
 @pytest.fixture
