@@ -34,7 +34,15 @@ from grader.protocol import ExerciseError, InfrastructureError, Report
 from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
 from grader.scaffold import new_package
-from grader.spec import MANIFEST, MODULE_MANIFEST, PackageError, load_module, load_package
+from grader.spec import (
+    MANIFEST,
+    MODULE_MANIFEST,
+    Module,
+    PackageError,
+    check_objectives,
+    load_module,
+    load_package,
+)
 from grader.validation import Validation, validate_package
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
@@ -77,7 +85,7 @@ def _check_module(root: Path) -> tuple[bool, list[Path]]:
     present = {p.name for p in packages}
     missing = [slug for slug in module.exercises if slug not in present]
     unlisted = sorted(present - set(module.exercises))
-    ok = not unlisted
+    ok = not unlisted and _objectives_ok(module, packages)
     note = f"{len(module.exercises)} exercises listed, {len(present)} present"
     if missing:
         note += f"; not written yet: {', '.join(missing)}"
@@ -85,6 +93,22 @@ def _check_module(root: Path) -> tuple[bool, list[Path]]:
         note += f"; not listed in {MODULE_MANIFEST}: {', '.join(unlisted)}"
     print(f"{'ok  ' if ok else 'FAIL'} {MODULE_MANIFEST} ({module.slug}): {note}")
     return ok, packages
+
+
+def _objectives_ok(module: Module, packages: list[Path]) -> bool:
+    """Every check's objectives are ones module.toml declares (each package that parses)."""
+    ok = True
+    for path in packages:
+        try:
+            package = load_package(path)
+        except PackageError:
+            continue  # _check_one reports it
+        try:
+            check_objectives(package, module.objective_ids, origin=str(path))
+        except PackageError as error:
+            print(f"FAIL {error}")
+            ok = False
+    return ok
 
 
 def command_check(args: argparse.Namespace) -> int:

@@ -81,13 +81,16 @@ class ExerciseTree:
     module_toml: str = ""  # the text of module.toml, as read
 
     def package(self, slug: str, *, origin: str) -> spec.Package:
-        """Parses one package (PackageError names `origin/<slug>/<file>`)."""
+        """Parses one package (PackageError names `origin/<slug>/<file>`); with a
+        module.toml, its checks may only be tagged with the module's objectives."""
         where = f"{origin}/{slug}"
         package = spec.Package.from_files(self.packages[slug], origin=where)
         if package.slug != slug:
             raise spec.PackageError(
                 f"{where}/{spec.MANIFEST}: slug: must equal the folder name {slug!r}"
             )
+        if self.module is not None:
+            spec.check_objectives(package, self.module.objective_ids, origin=where)
         return package
 
 

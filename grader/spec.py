@@ -39,7 +39,9 @@ DEVICES = ("cpu", "cuda")
 REFERENCE_DEVICES = ("worker", "cpu")
 # The fields of a [[checks]] table that are not options; each check type declares its
 # options as a typed dataclass beside the check (grader.checks.registry).
-CHECK_FIELDS = frozenset({"name", "type", "target", "points"})
+CHECK_FIELDS = frozenset({"name", "type", "target", "points", "objectives"})
+MODULE_KEYS = {"slug", "title", "exercises", "objectives"}
+OBJECTIVE_KEYS = {"id", "title"}
 
 
 class PackageError(ValueError):
@@ -53,6 +55,7 @@ class CheckSpec:
     points: int
     target: str | None = None
     options: CheckOptions = field(default_factory=CheckOptions)  # the type's own dataclass
+    objectives: tuple[str, ...] = ()  # ids of the module's learning objectives it tests
 
 
 @dataclass(frozen=True)
@@ -128,10 +131,24 @@ class Package:
 
 
 @dataclass(frozen=True)
+class Objective:
+    """A learning objective a module declares (module.toml `[[objectives]]`); checks are
+    tagged with its id."""
+
+    id: str
+    title: str
+
+
+@dataclass(frozen=True)
 class Module:
     slug: str
     title: str
     exercises: tuple[str, ...]
+    objectives: tuple[Objective, ...] = ()
+
+    @property
+    def objective_ids(self) -> tuple[str, ...]:
+        return tuple(objective.id for objective in self.objectives)
 
 
 def package_hash(files: Mapping[str, str]) -> str:
@@ -172,7 +189,7 @@ def load_module(exercises_dir: str | Path) -> Module:
 def parse_module(text: str, where: str) -> Module:
     """Parses the text of a module.toml; `where` names it in errors."""
     raw = _parse_toml(text, where)
-    _reject_unknown(raw, {"slug", "title", "exercises"}, where, "")
+    _reject_unknown(raw, MODULE_KEYS, where, "")
     slug = _slug(raw, "slug", where)
     title = _text(raw, "title", where)
     exercises = _string_list(raw, "exercises", where, required=True)
@@ -181,7 +198,41 @@ def parse_module(text: str, where: str) -> Module:
             raise PackageError(f"{where}: exercises[{index}]: {item!r} is not a valid slug")
     if len(set(exercises)) != len(exercises):
         raise PackageError(f"{where}: exercises: lists a slug twice")
-    return Module(slug=slug, title=title, exercises=tuple(exercises))
+    objectives = parse_objectives(raw.get("objectives", []), where)
+    return Module(slug=slug, title=title, exercises=tuple(exercises), objectives=objectives)
+
+
+def parse_objectives(raw: Any, where: str) -> tuple[Objective, ...]:
+    """module.toml's `[[objectives]]`: each an `id` (a slug, unique) and a `title`."""
+    if not isinstance(raw, list):
+        raise PackageError(f"{where}: objectives: must be an array of tables ([[objectives]])")
+    objectives: list[Objective] = []
+    for index, item in enumerate(raw):
+        here = f"objectives[{index}]"
+        if not isinstance(item, dict):
+            raise PackageError(f"{where}: {here}: must be a table with id and title")
+        _reject_unknown(item, OBJECTIVE_KEYS, where, f"{here}.")
+        ident = _text(item, "id", where, prefix=here)
+        if not SLUG_PATTERN.match(ident):
+            raise PackageError(f"{where}: {here}.id: {ident!r} must be lowercase words joined by -")
+        if ident in {o.id for o in objectives}:
+            raise PackageError(f"{where}: {here}.id: {ident!r} is declared twice")
+        objectives.append(Objective(id=ident, title=_text(item, "title", where, prefix=here)))
+    return tuple(objectives)
+
+
+def check_objectives(package: Package, objectives: tuple[str, ...], *, origin: str) -> None:
+    """Every objective a check of `package` is tagged with is one its module declares
+    (PackageError naming the check otherwise)."""
+    declared = set(objectives)
+    for index, check in enumerate(package.manifest.checks):
+        for position, tag in enumerate(check.objectives):
+            if tag not in declared:
+                listed = ", ".join(objectives) or "none"
+                raise PackageError(
+                    f"{origin}/{MANIFEST}: checks[{index}].objectives[{position}]: {tag!r} "
+                    f"is not an objective of the module ({MODULE_MANIFEST} declares: {listed})"
+                )
 
 
 def package_dirs(exercises_dir: str | Path) -> list[Path]:
@@ -403,7 +454,26 @@ def _check(
             raise PackageError(f"{where}: {here}.target: {target!r} is not listed in names")
     elif target is not None:
         raise PackageError(f"{where}: {here}.target: a {ctype} check takes no target")
-    return CheckSpec(name=name, type=ctype, points=points, target=target, options=options)
+    objectives = _objective_tags(item.get("objectives", []), where, here)
+    return CheckSpec(
+        name=name, type=ctype, points=points, target=target, options=options, objectives=objectives
+    )
+
+
+def _objective_tags(raw: Any, where: str, here: str) -> tuple[str, ...]:
+    """A check's `objectives`: ids of its module's objectives (checked against the module
+    by `check_objectives`, where the module is known)."""
+    if not isinstance(raw, list) or not all(isinstance(tag, str) for tag in raw):
+        raise PackageError(f"{where}: {here}.objectives: must be a list of objective ids")
+    for position, tag in enumerate(raw):
+        if not SLUG_PATTERN.match(tag):
+            raise PackageError(
+                f"{where}: {here}.objectives[{position}]: {tag!r} is not an objective id "
+                "(lowercase words joined by -)"
+            )
+    if len(set(raw)) != len(raw):
+        raise PackageError(f"{where}: {here}.objectives: lists an objective twice")
+    return tuple(raw)
 
 
 def _known(

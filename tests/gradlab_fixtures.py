@@ -105,7 +105,7 @@ def catalog(db: None) -> Any:
 
     listing = _listing()
     with transaction.atomic():
-        module = module_sync(slug=listing.slug, title=listing.title)
+        module = module_sync(slug=listing.slug, title=listing.title, objectives=listing.objectives)
         for order, slug in enumerate(listing.exercises):
             if slug in CATALOG_SLUGS:
                 exercise_sync(

@@ -26,7 +26,13 @@ from accounts.models import Enrollment
 from accounts.selectors import AnyUser, user_may_create_modules
 from common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
-from courses.services import exercise_job_create, version_create, version_publish
+from courses.selectors import module_objectives
+from courses.services import (
+    exercise_job_create,
+    objectives_replace,
+    version_create,
+    version_publish,
+)
 from grader import archive, scaffold, spec
 
 SLUG_LINE = re.compile(r'^slug\s*=\s*"[^"\n]*"', re.MULTILINE)
@@ -127,7 +133,7 @@ def draft_save(*, exercise: Exercise, files: dict[str, str], user: AnyUser) -> D
     """Saves the files as the exercise's draft, valid or not (an upload's rules apply to
     the paths, sizes and text; the problem of an invalid package is returned)."""
     files = archive.check_package(files, slug=exercise.slug, name=exercise.slug)
-    problem = package_problem(files, exercise.slug)
+    problem = package_problem(files, exercise)
     statement = files.get("statement.md", "")
     if not problem:
         statement = spec.Package.from_files(files).statement
@@ -140,9 +146,14 @@ def draft_save(*, exercise: Exercise, files: dict[str, str], user: AnyUser) -> D
     return Draft(version=version, problem=problem)
 
 
-def package_problem(files: dict[str, str], slug: str) -> str:
+def package_problem(files: dict[str, str], exercise: Exercise) -> str:
+    """ "" for a valid package of `exercise` whose checks are tagged only with its module's
+    objectives; else the PackageError's message."""
+    slug = exercise.slug
     try:
         package = spec.Package.from_files(files, origin=slug)
+        objectives = tuple(o.id for o in module_objectives(exercise.module))
+        spec.check_objectives(package, objectives, origin=slug)
     except spec.PackageError as error:
         return str(error)
     if package.slug != slug:
@@ -159,7 +170,7 @@ def draft_get(*, exercise: Exercise) -> Draft:
     version = draft_of(exercise)
     if version is None:
         raise NotFound(f"Exercise {exercise.slug!r} has no content yet.")
-    return Draft(version=version, problem=package_problem(dict(version.files), exercise.slug))
+    return Draft(version=version, problem=package_problem(dict(version.files), exercise))
 
 
 def draft_validate(*, exercise: Exercise, user: AnyUser) -> ExerciseJob:
@@ -205,7 +216,7 @@ def exercise_publish(*, exercise: Exercise) -> ExerciseVersion:
 
 
 def _require_passed_validation(version: ExerciseVersion) -> None:
-    problem = package_problem(dict(version.files), version.exercise.slug)
+    problem = package_problem(dict(version.files), version.exercise)
     if problem:
         raise Conflict(f"The package is invalid: {problem}")
     job = validation_latest(version=version)
@@ -254,6 +265,8 @@ def module_archive_upload(
     tree = archive.tree_of(archive.read_archive(data, name=name), name=name)
     slugs = {slug: copy_slug(slug, module) if copy else slug for slug in tree.packages}
     with transaction.atomic():
+        if tree.module is not None:
+            _objectives_add(module, tree.module.objectives)
         drafts = [
             exercise_import(
                 module=module,
@@ -268,6 +281,48 @@ def module_archive_upload(
                 target = slugs.get(slug, slug)
                 Exercise.objects.filter(module=module, slug=target).update(order=order)
     return drafts
+
+
+def _objectives_add(module: Module, objectives: tuple[spec.Objective, ...]) -> None:
+    """An archive's objectives the module lacks are added after its own (so that the
+    imported checks' tags name objectives of the module); its own stay as they are."""
+    own = module_objectives(module)
+    known = {o.id for o in own}
+    added = tuple(o for o in objectives if o.id not in known)
+    if added:
+        objectives_replace(module=module, objectives=own + added)
+
+
+def module_objectives_set(*, module: Module, objectives: list[dict[str, str]]) -> None:
+    """The module's learning objectives become `objectives` (`{"id", "title"}`, in order):
+    ids unique slugs, titles non-empty. An objective that a check of an exercise's draft or
+    published version still names cannot be removed."""
+    try:
+        parsed = spec.parse_objectives(objectives, spec.MODULE_MANIFEST)
+    except spec.PackageError as error:
+        raise InvalidInput({"objectives": [str(error)]}) from None
+    kept = {o.id for o in parsed}
+    for exercise in module.exercises.select_related("current_version", "draft_version"):
+        for version in (exercise.current_version, exercise.draft_version):
+            missing = sorted(_tags_of(version) - kept) if version is not None else []
+            if version is not None and missing:
+                message = (
+                    f"{', '.join(missing)}: still tagged on checks of {exercise.slug!r} "
+                    f"({version.label}); untag them first."
+                )
+                raise InvalidInput({"objectives": [message]})
+    objectives_replace(module=module, objectives=parsed)
+
+
+def _tags_of(version: ExerciseVersion) -> set[str]:
+    checks = version.manifest.get("checks", []) if isinstance(version.manifest, dict) else []
+    return {
+        tag
+        for check in checks
+        if isinstance(check, dict) and isinstance(check.get("objectives"), list)
+        for tag in check["objectives"]
+        if isinstance(tag, str)
+    }
 
 
 def copy_slug(slug: str, module: Module) -> str:

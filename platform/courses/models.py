@@ -21,6 +21,25 @@ class Module(models.Model):
         return self.title
 
 
+class Objective(models.Model):
+    """A learning objective of a module (module.toml `[[objectives]]`); exercise checks are
+    tagged with its slug in their manifest, and mastery is counted per objective."""
+
+    module = models.ForeignKey(Module, on_delete=models.CASCADE, related_name="objectives")
+    slug = models.SlugField(max_length=100)
+    title = models.CharField(max_length=300)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["module", "order", "slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["module", "slug"], name="objective_slug_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.module.slug}: {self.slug}"
+
+
 class Exercise(models.Model):
     class Kind(models.TextChoices):
         SCRIPT = "script"

@@ -10,7 +10,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from common.errors import NotFound
-from courses.models import Exercise, Module
+from courses.models import Exercise, Module, Objective
+from grader import spec
 
 
 def exercise_list() -> QuerySet[Exercise]:
@@ -69,3 +70,11 @@ def module_get(*, slug: str) -> Module:
     if module is None:
         raise NotFound("No such module.")
     return module
+
+
+def module_objectives(module: Module) -> tuple[spec.Objective, ...]:
+    """The module's learning objectives, in the order its module.toml declares them."""
+    return tuple(
+        spec.Objective(id=o.slug, title=o.title)
+        for o in Objective.objects.filter(module=module).order_by("order", "slug")
+    )

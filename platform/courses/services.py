@@ -21,7 +21,8 @@ from django.utils import timezone
 from accounts.selectors import AnyUser
 from common import jobs
 from common.errors import InvalidInput, NotFound
-from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
+from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module, Objective
+from courses.selectors import module_objectives
 from courses.statement import render_statement
 from courses.validation import outcome_json, version_validate
 from grader import archive, spec
@@ -81,7 +82,12 @@ def module_tree_load(
                 raise
             broken.append(str(error))
     with transaction.atomic():
-        module = module_sync(slug=listing.slug, title=listing.title, module_toml=tree.module_toml)
+        module = module_sync(
+            slug=listing.slug,
+            title=listing.title,
+            module_toml=tree.module_toml,
+            objectives=listing.objectives,
+        )
         outcomes = [
             exercise_sync(module=module, package=package, order=order)
             for order, package in packages
@@ -96,13 +102,33 @@ def module_tree_load(
     )
 
 
-def module_sync(*, slug: str, title: str, order: int = 0, module_toml: str = "") -> Module:
-    """Creates or updates a module; `module_toml` is the text it was loaded from (kept so
-    that an export gives back the same bytes)."""
+def module_sync(
+    *,
+    slug: str,
+    title: str,
+    order: int = 0,
+    module_toml: str = "",
+    objectives: tuple[spec.Objective, ...] = (),
+) -> Module:
+    """Creates or updates a module and its learning objectives; `module_toml` is the text it
+    was loaded from (kept so that an export gives back the same bytes)."""
     module, _ = Module.objects.update_or_create(
         slug=slug, defaults={"title": title, "order": order, "module_toml": module_toml}
     )
+    objectives_replace(module=module, objectives=objectives)
     return module
+
+
+def objectives_replace(*, module: Module, objectives: tuple[spec.Objective, ...]) -> None:
+    """The module's objectives become exactly `objectives`, in their order."""
+    with transaction.atomic():
+        module.objectives.exclude(slug__in=[o.id for o in objectives]).delete()
+        for order, objective in enumerate(objectives):
+            Objective.objects.update_or_create(
+                module=module,
+                slug=objective.id,
+                defaults={"title": objective.title, "order": order},
+            )
 
 
 # -- export: the same layout as exercises/, byte for byte ----------------------------------
@@ -134,19 +160,29 @@ def _exported(module: Module) -> QuerySet[Exercise]:
 
 def module_toml_text(*, module: Module, slugs: tuple[str, ...]) -> str:
     """The module.toml it was loaded from while it still says the same; else a new one."""
+    objectives = module_objectives(module)
     if module.module_toml:
         try:
             kept = spec.parse_module(module.module_toml, spec.MODULE_MANIFEST)
         except spec.PackageError:
             kept = None
-        if kept == spec.Module(slug=module.slug, title=module.title, exercises=slugs):
+        now = spec.Module(
+            slug=module.slug, title=module.title, exercises=slugs, objectives=objectives
+        )
+        if kept == now:
             return module.module_toml
     listed = ", ".join(json.dumps(slug) for slug in slugs)
-    return (
+    text = (
         f"slug = {json.dumps(module.slug)}\n"
         f"title = {json.dumps(module.title, ensure_ascii=False)}\n"
         f"exercises = [{listed}]\n"
     )
+    for objective in objectives:
+        text += (
+            f"\n[[objectives]]\nid = {json.dumps(objective.id)}\n"
+            f"title = {json.dumps(objective.title, ensure_ascii=False)}\n"
+        )
+    return text
 
 
 def exercise_sync(*, module: Module, package: spec.Package, order: int) -> tuple[str, str]:

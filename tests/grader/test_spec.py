@@ -7,8 +7,18 @@ from pathlib import Path
 import pytest
 from grading_helpers import REPO, package_at
 
+from grader import archive
 from grader.protocol import Limits
-from grader.spec import Package, PackageError, load_module, load_package, package_hash
+from grader.spec import (
+    Objective,
+    Package,
+    PackageError,
+    check_objectives,
+    load_module,
+    load_package,
+    package_hash,
+    parse_module,
+)
 
 
 def files_with(manifest_edit: tuple[str, str] | None = None, **extra: str) -> dict[str, str]:
@@ -169,3 +179,94 @@ def test_new_check_options_are_accepted_where_they_belong() -> None:
     assert dict(history.options.variants) == {
         "cleared-between-passes": "_history_if_cleared_between"
     }
+
+
+# -- learning objectives (module.toml [[objectives]], a check's `objectives`) ---------------
+
+MODULE_HEAD = 'slug = "m"\ntitle = "M"\nexercises = ["first-gradient"]\n'
+
+
+def test_the_course_module_declares_the_course_texts_objectives_and_tags_every_check() -> None:
+    module = load_module(REPO / "exercises")
+    assert {"backward", "read-grad", "accumulation", "clearing-gradients", "retain-graph",
+            "non-scalar-backward", "debugging", "custom-functions",
+            "higher-order"} <= set(module.objective_ids)  # fmt: skip
+    for slug in module.exercises:
+        package = load_package(REPO / "exercises" / slug)
+        check_objectives(package, module.objective_ids, origin=slug)
+        untagged = [c.name for c in package.manifest.checks if not c.objectives]
+        assert untagged == [], f"{slug}: checks without objectives: {untagged}"
+    used = {
+        tag
+        for slug in module.exercises
+        for check in load_package(REPO / "exercises" / slug).manifest.checks
+        for tag in check.objectives
+    }
+    assert used == set(module.objective_ids)  # every objective is shown by some check
+
+
+def test_a_module_reads_its_objectives_in_order() -> None:
+    text = MODULE_HEAD + (
+        '\n[[objectives]]\nid = "backward"\ntitle = "Use backward()"\n'
+        '\n[[objectives]]\nid = "read-grad"\ntitle = "Read .grad"\n'
+    )
+    module = parse_module(text, "module.toml")
+    assert module.objectives == (
+        Objective("backward", "Use backward()"),
+        Objective("read-grad", "Read .grad"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tables", "message"),
+    [
+        ('[[objectives]]\nid = "a"\ntitle = "A"\n[[objectives]]\nid = "a"\ntitle = "B"\n',
+         r"objectives\[1\]\.id: 'a' is declared twice"),
+        ('[[objectives]]\nid = "Read Grad"\ntitle = "A"\n',
+         r"objectives\[0\]\.id: 'Read Grad' must be lowercase words"),
+        ('[[objectives]]\nid = "a"\n', r"objectives\[0\]\.title: required field missing"),
+        ('[[objectives]]\nid = "a"\ntitle = "A"\nweight = 2\n',
+         r"objectives\[0\]\.weight: unknown field"),
+        ('objectives = ["a"]\n', r"objectives\[0\]: must be a table with id and title"),
+    ],
+)  # fmt: skip
+def test_malformed_objectives_are_package_errors_naming_the_field(
+    tables: str, message: str
+) -> None:
+    with pytest.raises(PackageError, match=rf"^module\.toml: {message}"):
+        parse_module(MODULE_HEAD + tables, "module.toml")
+
+
+@pytest.mark.parametrize(
+    ("tags", "message"),
+    [
+        ('"backward", "backward"', r"checks\[0\]\.objectives: lists an objective twice"),
+        ('"Backward"', r"checks\[0\]\.objectives\[0\]: 'Backward' is not an objective id"),
+        ("1", r"checks\[0\]\.objectives: must be a list of objective ids"),
+    ],
+)
+def test_malformed_objective_tags_are_package_errors_naming_the_check(
+    tags: str, message: str
+) -> None:
+    files = files_with(('objectives = ["backward", "read-grad"]', f"objectives = [{tags}]"))
+    with pytest.raises(PackageError, match=message):
+        Package.from_files(files)
+
+
+def test_a_tag_the_module_does_not_declare_is_a_package_error_naming_check_and_module() -> None:
+    package = Package.from_files(files_with(('"read-grad"]', '"reading-grad"]')))
+    with pytest.raises(
+        PackageError,
+        match=r"^fg/exercise\.toml: checks\[0\]\.objectives\[1\]: 'reading-grad' is not an "
+        r"objective of the module \(module\.toml declares: backward, read-grad\)",
+    ):
+        check_objectives(package, ("backward", "read-grad"), origin="fg")
+
+
+def test_an_archive_tree_checks_each_packages_tags_against_its_module_toml() -> None:
+    files = {f"first-gradient/{p}": t for p, t in files_with().items()}
+    declared = MODULE_HEAD + '[[objectives]]\nid = "backward"\ntitle = "B"\n'
+    tree = archive.tree_of({"module.toml": declared, **files})
+    with pytest.raises(PackageError, match=r"'read-grad' is not an objective of the module"):
+        tree.package("first-gradient", origin="upload")
+    assert archive.tree_of(files).package("first-gradient", origin="upload")  # no module.toml

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import tomllib
 from pathlib import Path
@@ -15,12 +16,26 @@ E2E_SLUG = (
 )
 
 
+def _objectives_toml() -> str:
+    """The course module's [[objectives]] tables (the copied packages' checks name them)."""
+    from grader import spec
+
+    return "".join(
+        f"\n[[objectives]]\nid = {json.dumps(o.id)}\ntitle = {json.dumps(o.title)}\n"
+        for o in spec.load_module(EXERCISES).objectives
+    )
+
+
+OBJECTIVES = _objectives_toml()
+
+
 def write_module(folder: Path, slugs: tuple[str, ...], slug: str = MODULE_SLUG) -> Path:
     """An exercises/ folder holding copies of real packages, listed in module.toml."""
     folder.mkdir(parents=True, exist_ok=True)
     listed = ", ".join(f'"{s}"' for s in slugs)
     (folder / "module.toml").write_text(
-        f'slug = "{slug}"\ntitle = "Test module"\nexercises = [{listed}]\n', encoding="utf-8"
+        f'slug = "{slug}"\ntitle = "Test module"\nexercises = [{listed}]\n{OBJECTIVES}',
+        encoding="utf-8",
     )
     for name in slugs:
         target = folder / name

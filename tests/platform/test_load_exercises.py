@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from gradlab_fixtures import MODULE_SLUG
-from platform_helpers import write_module
+from platform_helpers import OBJECTIVES, write_module
 
 pytestmark = pytest.mark.django_db
 
@@ -104,6 +104,7 @@ def test_a_listed_package_not_on_disk_is_reported(tmp_path: Path) -> None:
     folder = write_module(tmp_path / "ex", ("first-gradient",))
     (folder / "module.toml").write_text(
         f'slug = "{MODULE_SLUG}"\ntitle = "T"\nexercises = ["first-gradient", "not-yet"]\n'
+        + OBJECTIVES
     )
 
     assert "not on disk yet: not-yet" in _load(folder)
