@@ -17,7 +17,7 @@ help:
 	@echo "make run       - set up and run the platform on embedded defaults (SQLite, local Redis, bubblewrap)"
 	@echo "make test      - set up and run the whole test suite (PostgreSQL, Redis, worker, Docker, Chromium)"
 	@echo "make test-fast - the tests that need no sandbox, Docker, browser or worker (edit-test loop)"
-	@echo "make bench     - grading latency benchmark (prints figures)"
+	@echo "make bench     - end-to-end grading benchmark: cold, warm spare, zygote (prints figures)"
 	@echo "make lock      - re-pin requirements/*.lock after editing requirements/*.in"
 
 venv:             ## the platform's virtual environment only (.venv, from requirements/dev.lock)
@@ -63,5 +63,5 @@ lock: venv        ## pip-compile each list against the one it builds on: base ->
 	    --output-file=$$list.lock $$list.in || exit 1; \
 	done
 
-bench: sandbox
-	$(PY) -m grader.bench
+bench: sandbox services  ## scripts/bench.py: the three sandbox paths end to end (BENCH_ARGS=--quick)
+	$(PY) scripts/bench.py $(BENCH_ARGS)

@@ -1,6 +1,9 @@
-"""Grading latency benchmark: prints figures, asserts nothing (`make bench`).
+"""Grading latency benchmark, stage by stage: prints figures, asserts nothing.
 
     python -m grader.bench [--exercise chain-rule] [--runs 20] [--backend bubblewrap]
+
+`make bench` runs scripts/bench.py (the three sandbox paths end to end through the API),
+which takes its "sandbox job alone" figure from sandbox_job_seconds below.
 
 Measures, through the real sandbox:
   - grading one correct submission with the reference cache empty every run (cold: the
@@ -247,6 +250,35 @@ def _empty_submission(sandbox: Sandbox, package: Package, device: str) -> Callab
             raise SystemExit(f"an empty submission failed: {done.result.message}")
 
     return run
+
+
+def sandbox_job_seconds(
+    package: Package, path: str, runs: int, device: str = "cpu"
+) -> tuple[float, ...]:
+    """The sandbox job alone, `runs` times: the package's solution run as a learner's
+    (reference captured once, not timed) by a bubblewrap backend of `path`: "cold" (a
+    fresh sandbox), "warm" (a torch-loaded spare, each run given the time to have it
+    ready) or "zygote" (forked by a torch-loaded zygote). scripts/bench.py prints it."""
+    from grader.engine import learner_envelope, reference_capture, run_envelope
+
+    backend = BubblewrapSandbox(warm=path == "warm", zygote=path == "zygote")
+    try:
+        reference = reference_capture(package, seed=0, device=device, sandbox=backend, cache=None)
+        envelope = learner_envelope(package, package.solution, reference)
+
+        def run() -> None:
+            done = run_envelope(backend, envelope, package.manifest.limits, device, "bench-job")
+            if done.result.status is not RunStatus.OK:
+                raise SystemExit(f"the solution's sandbox job failed: {done.result.message}")
+
+        def ready() -> None:
+            if path == "warm" and not backend.wait_until_warm(WARM_UP_S):
+                raise SystemExit("the warm sandbox did not become ready")
+
+        run()  # the first one starts the spare or the zygote
+        return _times(run, runs, prepare=ready)
+    finally:
+        backend.close()
 
 
 def _run_ok(sandbox: Sandbox, stdin: bytes, device: str) -> None:
