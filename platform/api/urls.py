@@ -1,7 +1,7 @@
 from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api import authoring, views
+from api import authoring, mastery, views
 
 app_name = "api"
 
@@ -10,6 +10,17 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("exercises/<slug:slug>/", views.ExerciseDetailApi.as_view(), name="exercise-detail"),
     path("submissions/", views.SubmissionListCreateApi.as_view(), name="submission-list"),
     path("submissions/<int:pk>/", views.SubmissionDetailApi.as_view(), name="submission-detail"),
+    path("modules/<slug:module>/mastery/", mastery.MyMasteryApi.as_view(), name="mastery-own"),
+    path(
+        "modules/<slug:module>/mastery/class/",
+        mastery.ClassMasteryApi.as_view(),
+        name="mastery-class",
+    ),
+    path(
+        "modules/<slug:module>/mastery/learners/<int:user_id>/",
+        mastery.LearnerMasteryApi.as_view(),
+        name="mastery-learner",
+    ),
     path("authoring/modules/", authoring.ModuleListApi.as_view(), name="authoring-modules"),
     path(
         "authoring/modules/<slug:module>/archive/",

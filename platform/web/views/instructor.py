@@ -17,6 +17,7 @@ from accounts.selectors import module_get_taught, module_member_get
 from courses.models import ExerciseJob
 from courses.selectors import exercise_get_in_module
 from courses.services import exercise_job_create
+from submissions.mastery import SHOWN, class_mastery, learner_mastery_of
 from submissions.services import submission_review
 from web import selectors
 from web.presenters import history_item
@@ -37,6 +38,8 @@ def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
         "held": held,
         "reviewed": reviewed,
         "stats": selectors.exercise_stats(module),
+        "mastery": class_mastery(module=module),
+        "shown_at": SHOWN,
         "exercises": exercises,
         "grades": grades,
         "max_total": sum(e.points for e in exercises),
@@ -55,6 +58,8 @@ def teach_learner(request: HttpRequest, module_slug: str, user_id: int) -> HttpR
         "module": module,
         "learner": learner,
         "rows": [(s.exercise, history_item(s)) for s in submissions],
+        "mastery": learner_mastery_of(module=module, learner_id=learner.pk),
+        "shown_at": SHOWN,
         "crumbs": [(f"Teach: {module.title}", _teach_url(module)), (learner.get_username(), "")],
         "nav": "teach",
     }

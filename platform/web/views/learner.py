@@ -25,6 +25,7 @@ from courses.selectors import (
     module_get,
     modules_visible_to,
 )
+from submissions.mastery import SHOWN, learner_mastery
 from submissions.models import Submission
 from submissions.selectors import submission_get, submission_result_withheld
 from submissions.services import submission_create
@@ -54,6 +55,8 @@ def module_page(request: HttpRequest, module_slug: str) -> HttpResponse:
         "module": module,
         "rows": rows,
         "summary": selectors.module_summary(rows),
+        "mastery": learner_mastery(module=module, user=request.user),
+        "shown_at": SHOWN,
         "nav": "learn",
     }
     return render(request, "web/module.html", context)
