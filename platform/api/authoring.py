@@ -25,6 +25,7 @@ from accounts.selectors import (
 from common.errors import InvalidInput, NotFound
 from courses import authoring
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
+from courses.selectors import module_objectives
 from courses.services import module_export
 from grader import archive
 
@@ -265,6 +266,41 @@ class MemberApi(APIView):
         data = _valid(AuthoringMemberInput, request)
         authoring.module_member_set(module=found, username=data["username"], role=data["role"])
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ObjectiveShape(serializers.Serializer):
+    id = serializers.CharField(max_length=100, help_text="a slug, unique in the module")
+    title = serializers.CharField(max_length=300)
+
+
+class ObjectivesShape(serializers.Serializer):
+    objectives = ObjectiveShape(many=True, help_text="in order; checks name them by id")
+
+
+class ObjectivesApi(APIView):
+    """The module's learning objectives (module.toml's [[objectives]])."""
+
+    @extend_schema(responses={200: ObjectivesShape, **ERRORS})
+    def get(self, request: Request, module: str) -> Response:
+        found = module_get_reviewed(slug=module, user=request.user)
+        return Response(ObjectivesShape({"objectives": module_objectives(found)}).data)
+
+    @extend_schema(
+        request=ObjectivesShape,
+        responses={200: ObjectivesShape, **ERRORS},
+        description=(
+            "Replaces the objectives (ids unique slugs, titles non-empty). An objective still "
+            'named by a check of a draft or published version is kept: 400 {"objectives": '
+            '["..."]} naming the exercise.'
+        ),
+    )
+    def put(self, request: Request, module: str) -> Response:
+        found = module_get_taught(slug=module, user=request.user)
+        data = _valid(ObjectivesShape, request)
+        authoring.module_objectives_set(
+            module=found, objectives=[dict(item) for item in data["objectives"]]
+        )
+        return Response(ObjectivesShape({"objectives": module_objectives(found)}).data)
 
 
 # -- exercises ---------------------------------------------------------------------------

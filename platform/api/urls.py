@@ -33,6 +33,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="authoring-members",
     ),
     path(
+        "authoring/modules/<slug:module>/objectives/",
+        authoring.ObjectivesApi.as_view(),
+        name="authoring-objectives",
+    ),
+    path(
         "authoring/modules/<slug:module>/exercises/",
         authoring.ExerciseListApi.as_view(),
         name="authoring-exercises",

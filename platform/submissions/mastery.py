@@ -29,6 +29,7 @@ from accounts.models import Enrollment
 from accounts.selectors import AnyUser
 from courses.models import Exercise, Module
 from courses.selectors import exercises_visible_to, module_objectives
+from grader import spec
 from grader.diagnose import DIAGNOSES, Diagnosis, describe
 from submissions.models import Submission
 
@@ -137,15 +138,20 @@ def learner_mastery(*, module: Module, user: AnyUser) -> list[ObjectiveMastery]:
     """`user`'s mastery of each objective of `module`, over the exercises they may see.
     Access: the caller checks that `user` may read `module` (or teaches it)."""
     exercises = list(exercises_visible_to(user=user).filter(module=module))
-    latest = _latest(Submission.objects.filter(learner_id=user.pk, exercise__in=exercises))
-    return _per_objective(module, exercises, [e for s in latest for e in evidence_of(s)])
+    return _one_learner(module, exercises, user.pk)
 
 
 def learner_mastery_of(*, module: Module, learner_id: int) -> list[ObjectiveMastery]:
     """One learner's mastery over the module's published exercises (for its instructors)."""
-    exercises = list(_published(module))
+    return _one_learner(module, list(_published(module)), learner_id)
+
+
+def _one_learner(
+    module: Module, exercises: list[Exercise], learner_id: Any
+) -> list[ObjectiveMastery]:
     latest = _latest(Submission.objects.filter(learner_id=learner_id, exercise__in=exercises))
-    return _per_objective(module, exercises, [e for s in latest for e in evidence_of(s)])
+    evidence = [item for submission in latest for item in evidence_of(submission)]
+    return _per_objective(_Scope.of(module, exercises), evidence)
 
 
 def class_mastery(*, module: Module) -> ClassMastery:
@@ -159,16 +165,19 @@ def class_mastery(*, module: Module) -> ClassMastery:
     by_learner: dict[int, list[Evidence]] = defaultdict(list)
     for submission in latest:
         by_learner[submission.learner_id] += evidence_of(submission)
-    per_learner = [_per_objective(module, exercises, ev) for ev in by_learner.values()]
+    scope = _Scope.of(module, exercises)
+    per_learner = [_per_objective(scope, evidence) for evidence in by_learner.values()]
     objectives = tuple(
         _class_objective(objective, [rows[index] for rows in per_learner])
-        for index, objective in enumerate(module_objectives(module))
+        for index, objective in enumerate(scope.objectives)
     )
     return ClassMastery(learners=learners.count(), objectives=objectives)
 
 
 def _published(module: Module) -> QuerySet[Exercise]:
-    return Exercise.objects.filter(module=module, current_version__isnull=False)
+    return Exercise.objects.filter(module=module, current_version__isnull=False).select_related(
+        "current_version"
+    )
 
 
 def _latest(submissions: QuerySet[Submission]) -> list[Submission]:
@@ -251,9 +260,19 @@ def diagnosis_title(slug: str, manifest: Any) -> str:
 # -- tallies -----------------------------------------------------------------------------
 
 
-def _per_objective(
-    module: Module, exercises: Iterable[Exercise], evidence: Iterable[Evidence]
-) -> list[ObjectiveMastery]:
+@dataclass(frozen=True)
+class _Scope:
+    """The module's objectives and how many of the exercises in view test each."""
+
+    objectives: tuple[spec.Objective, ...]
+    covering: Counter[str]
+
+    @classmethod
+    def of(cls, module: Module, exercises: Iterable[Exercise]) -> _Scope:
+        return cls(module_objectives(module), _exercises_covering(exercises))
+
+
+def _per_objective(scope: _Scope, evidence: Iterable[Evidence]) -> list[ObjectiveMastery]:
     tallies: dict[str, _Tally] = defaultdict(_Tally)
     for item in evidence:
         tally = tallies[item.objective]
@@ -262,7 +281,6 @@ def _per_objective(
         tally.exercises.add(item.exercise)
         if item.failure is not None:
             tally.failures.append(item.failure)
-    covering = _exercises_covering(exercises)
     return [
         ObjectiveMastery(
             objective=o.id,
@@ -270,10 +288,10 @@ def _per_objective(
             points=tallies[o.id].points,
             passed_points=tallies[o.id].passed,
             exercises_tried=len(tallies[o.id].exercises),
-            exercises=covering[o.id],
+            exercises=scope.covering[o.id],
             failures=tuple(tallies[o.id].failures),
         )
-        for o in module_objectives(module)
+        for o in scope.objectives
     ]
 
 
@@ -286,7 +304,7 @@ def _exercises_covering(exercises: Iterable[Exercise]) -> Counter[str]:
     return counts
 
 
-def _class_objective(objective: Any, rows: list[ObjectiveMastery]) -> ClassObjective:
+def _class_objective(objective: spec.Objective, rows: list[ObjectiveMastery]) -> ClassObjective:
     measured = [r.mastery for r in rows if r.mastery is not None]
     failures = [f for r in rows for f in r.failures]
     return ClassObjective(

@@ -1,7 +1,8 @@
 """The authoring page's manifest form: the exercise.toml fields an author edits without
-writing TOML (title, kind, names, the checks, the wrong solutions and alternatives), read
-from and written back into the manifest. Every other key (limits, check options, custom
-diagnoses, equivalent mutants) is kept as it was; `points` is the sum of the checks."""
+writing TOML (title, kind, names, the checks with their objectives, the wrong solutions and
+alternatives), read from and written back into the manifest. Every other key (limits, check
+options, custom diagnoses, equivalent mutants) is kept as it was; `points` is the sum of the
+checks."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ SCALARS = ("title", "kind", "entry", "trials", "device", "tolerance_note")
 ORDER = ("slug", "title", "kind", "points", "names", "entry", "trials", "device",
          "reference_device", "tolerance_note")  # fmt: skip
 ROWS = {  # table array -> (form prefix, its fields)
-    "checks": ("check", ("name", "type", "target", "points")),
+    "checks": ("check", ("name", "type", "target", "points", "objectives")),
     "wrong": ("wrong", ("file", "diagnosis", "note")),
     "alternative": ("alternative", ("file", "note")),
 }
+LISTS = ("objectives",)  # row fields written as a comma-separated list in the form
 BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -46,7 +48,7 @@ def form_rows(toml_text: str) -> FormRows | None:
         return None
     tables = {
         key: [
-            {name: _text(item.get(name)) for name in fields}
+            {name: _field_text(item.get(name)) for name in fields}
             for item in raw.get(key, [])
             if isinstance(item, dict)
         ]
@@ -105,6 +107,8 @@ def _rows(
             value = values[name]
             if name == "points":
                 row[name] = int(value) if value.isdigit() else value
+            elif name in LISTS:
+                _set(row, name, [v.strip() for v in value.split(",") if v.strip()] or None)
             elif value:
                 row[name] = value
         ordered = sorted(row, key=lambda key: _field_order(key, fields))
@@ -121,6 +125,13 @@ def _set(raw: dict[str, Any], key: str, value: Any) -> None:
         raw.pop(key, None)
     else:
         raw[key] = value
+
+
+def _field_text(value: Any) -> str:
+    """A list field (a check's objectives) is shown as `a, b`."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return _text(value)
 
 
 def _text(value: Any) -> str:

@@ -7,6 +7,7 @@ with reports whose checks are the real manifests' (no worker runs here)."""
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
 from typing import Any
 
@@ -334,3 +335,63 @@ def test_an_exported_module_toml_carries_changed_objectives_and_reads_back_the_s
 
     assert exported.objectives == module_objectives(catalog)
     assert exported.objectives[-1] == spec.Objective("x-y", "Ω")
+
+
+def test_the_manifest_form_edits_a_checks_objectives_as_a_comma_separated_list() -> None:
+    from web.manifest_form import apply_form, form_rows
+
+    text = (EXERCISES / "first-gradient" / "exercise.toml").read_text(encoding="utf-8")
+    rows = form_rows(text)
+    assert rows is not None and rows.checks[0]["objectives"] == "backward, read-grad"
+    form = {f"check-{i}-{k}": v for i, check in enumerate(rows.checks) for k, v in check.items()}
+    form.update({**rows.fields, "names": rows.names, "check-count": str(len(rows.checks))})
+    form.update({"check-0-objectives": " debugging ,backward,", "check-1-objectives": ""})
+
+    checks = tomllib.loads(apply_form(text, form))["checks"]
+
+    assert checks[0]["objectives"] == ["debugging", "backward"]
+    assert "objectives" not in checks[1]
+    assert checks[2]["objectives"] == ["computation-graph"]
+
+
+def test_the_authoring_pages_edit_the_modules_objectives_and_list_them_by_the_checks(
+    web: Any, bob_instructor: Any
+) -> None:
+    from courses.models import Module
+    from courses.selectors import module_objectives
+
+    bob = web(bob_instructor)
+    author = reverse("web:author_module", args=[MODULE_SLUG])
+    module = Module.objects.get(slug=MODULE_SLUG)
+    lines = "".join(f"{o.id}: {o.title}\n" for o in module_objectives(module))
+    assert lines in bob.get(author).content.decode()  # the textarea holds them, in order
+
+    saved = bob.post(author, {"action": "objectives", "objectives": lines + "\nautograd-api: X\n"})
+    refused = bob.post(author, {"action": "objectives", "objectives": "no colon"}, follow=True)
+
+    assert saved.status_code == 302
+    assert module_objectives(module)[-1].id == "autograd-api"
+    assert "line 1: write it as id: title" in refused.content.decode()
+    editor = bob.get(reverse("web:author_exercise", args=[MODULE_SLUG, "chain-rule"]))
+    listed = editor.content.decode().split('id="module-objectives"')[1].split("</p>")[0]
+    assert '<code title="Use backward() to calculate derivatives">backward</code>' in listed
+    assert 'value="chain-rule, read-grad"' in editor.content.decode()
+
+
+def test_the_authoring_api_reads_and_replaces_the_objectives_for_instructors_only(
+    api: Any, bob_instructor: Any, alice_learner: Any
+) -> None:
+    url = f"/api/v1/authoring/modules/{MODULE_SLUG}/objectives/"
+    bob = api(bob_instructor)
+    current = bob.get(url).json()["objectives"]
+    assert current[0] == {"id": "backward", "title": "Use backward() to calculate derivatives"}
+
+    added = bob.put(url, {"objectives": [*current, {"id": "jvp", "title": "JVPs"}]}, format="json")
+    twice = bob.put(url, {"objectives": [current[0], current[0]]}, format="json")
+    dropped = bob.put(url, {"objectives": current[1:]}, format="json")
+
+    assert added.status_code == 200 and added.json()["objectives"][-1]["id"] == "jvp"
+    assert twice.status_code == 400 and "declared twice" in twice.json()["objectives"][0]
+    assert dropped.status_code == 400 and "still tagged" in dropped.json()["objectives"][0]
+    assert api(alice_learner).get(url).status_code == 403
+    assert api(alice_learner).put(url, {"objectives": []}, format="json").status_code == 403

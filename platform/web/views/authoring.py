@@ -21,6 +21,7 @@ from accounts.selectors import module_get_reviewed, module_get_taught, module_is
 from common.errors import Conflict, DomainError, InvalidInput, NotFound
 from courses import authoring
 from courses.models import Exercise, Module
+from courses.selectors import module_objectives
 from courses.services import module_export
 from courses.statement import render_statement
 from grader import archive
@@ -78,6 +79,7 @@ def author_module(request: HttpRequest, module_slug: str) -> HttpResponse:
         "exercises": exercises,
         "may_edit": module_is_taught_by(module_id=module.pk, user=request.user),
         "formats": archive.FORMATS,
+        "objectives": module_objectives(module),
         "crumbs": _crumbs(module),
         "nav": "teach",
     }
@@ -110,6 +112,11 @@ def _module_action(request: HttpRequest, module: Module) -> HttpResponse:
                 user=request.user, copy=bool(request.POST.get("copy")),
             )  # fmt: skip
             messages.success(request, f"Imported {len(drafts)} exercise(s) as drafts.")
+        elif action == "objectives":
+            authoring.module_objectives_set(
+                module=module, objectives=objectives_from_lines(request.POST.get("objectives", ""))
+            )
+            messages.success(request, "Learning objectives saved.")
         elif action == "member":
             authoring.module_member_set(
                 module=module,
@@ -121,6 +128,20 @@ def _module_action(request: HttpRequest, module: Module) -> HttpResponse:
         text = str(error) if isinstance(error, PackageError) else _errors(error)
         messages.error(request, text)
     return redirect(_author_url(module))
+
+
+def objectives_from_lines(text: str) -> list[dict[str, str]]:
+    """The objectives form's text, one `id: title` a line (blank lines skipped); a line
+    without its colon is refused, naming it."""
+    objectives = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        ident, colon, title = line.partition(":")
+        if not colon:
+            raise InvalidInput({"objectives": [f"line {number}: write it as id: title"]})
+        objectives.append({"id": ident.strip(), "title": title.strip()})
+    return objectives
 
 
 @login_required
@@ -169,6 +190,7 @@ def _render_editor(request: HttpRequest, module: Module, exercise: Exercise) -> 
         "new_file_kinds": NEW_FILE_KINDS,
         "check_types": sorted(REGISTRY),
         "diagnoses": sorted(DIAGNOSES),
+        "objectives": module_objectives(module),
         "manifest_rows": _manifest_rows(form),
         "crumbs": _crumbs(module, (exercise.title, "")),
         "nav": "teach",
