@@ -111,3 +111,22 @@ def test_cli_run_prints_the_report_as_json(tmp_path: Path) -> None:
     readable = cli("run", str(TEST_PACKAGES / "vector-square"), str(answer), cache=tmp_path)
     assert "FAIL 0/4  x.grad is 8x" in readable.stdout
     assert "diagnosis: scaled-by-n" in readable.stdout
+
+
+def test_cli_check_of_a_module_fails_on_a_check_tagged_with_an_undeclared_objective(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grader.__main__ import _check_module
+
+    shutil.copytree(REPO / "exercises" / "first-gradient", tmp_path / "first-gradient")
+    (tmp_path / "module.toml").write_text(
+        'slug = "m"\ntitle = "M"\nexercises = ["first-gradient"]\n'
+        '[[objectives]]\nid = "backward"\ntitle = "Use backward()"\n'
+    )
+
+    ok, packages = _check_module(tmp_path)
+
+    assert not ok and [p.name for p in packages] == ["first-gradient"]
+    assert "checks[0].objectives[1]: 'read-grad' is not an objective of the module" in (
+        capsys.readouterr().out
+    )
