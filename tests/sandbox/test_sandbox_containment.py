@@ -24,7 +24,7 @@ import pytest
 from sandbox_helpers import ROOT, assert_no_leftovers, job_prefix
 
 from grader.cache import ReferenceCache
-from grader.engine import GradeJob, grade
+from grader.engine import DEV_SEED, GradeJob, grade, grade_with_capture, reference_capture
 from grader.protocol import Report
 from grader.sandbox.base import Sandbox
 from grader.spec import Package, load_package
@@ -35,8 +35,10 @@ EXERCISE = ROOT / "exercises" / "first-gradient"
 # A generous wall clock keeps the reference well inside its limit on a busy 2-core host
 # (importing torch alone can take 15 s of wall clock there). Most CPU-bound attacks stop at
 # the (default, 10 s) CPU time limit instead, but a fork bomb's processes share one CPU's
-# quota and none reaches that limit: it runs the whole wall clock, so keep it at 30 s.
+# quota and none reaches that limit: it runs the whole wall clock. So it is graded against
+# the generous package's reference capture with a short wall clock of its own.
 TEST_LIMITS = "\n[limits]\nwall_seconds = 30\n"
+SHORT_WALL_SECONDS = 5
 
 
 @dataclass
@@ -52,6 +54,16 @@ class Grader:
         job = GradeJob(self.package, textwrap.dedent(code), job_id=job_id)
         return grade(job, sandbox=self.backend, cache=self.cache)
 
+    def grade_with_wall_clock(self, code: str, wall_seconds: int) -> Report:
+        """Grades `code` under a wall clock of `wall_seconds` (the reference keeps the
+        generous one: its capture comes from the cache or a run under the generous limits)."""
+        reference = reference_capture(
+            self.package, seed=DEV_SEED, device="cpu", sandbox=self.backend, cache=self.cache
+        )
+        short = package_with_limits(f"\n[limits]\nwall_seconds = {wall_seconds}\n")
+        job = GradeJob(short, textwrap.dedent(code), job_id=f"{self.prefix}-{next(self.jobs)}")
+        return grade_with_capture(job, sandbox=self.backend, reference=reference)[0]
+
     def assert_contained(self) -> None:
         """Nothing of any attack so far survives (processes, cgroups, containers)."""
         assert_no_leftovers(self.prefix, docker=self.backend.name == "docker")
@@ -62,17 +74,17 @@ class Grader:
         assert report.score == report.max_score
 
 
-def generous_package() -> Package:
+def package_with_limits(limits: str) -> Package:
     files = dict(load_package(EXERCISE).files)
     assert "[limits]" not in files["exercise.toml"]
-    files["exercise.toml"] += TEST_LIMITS
+    files["exercise.toml"] += limits
     return Package.from_files(files, origin=str(EXERCISE))
 
 
 @pytest.fixture(scope="module")
 def grader(backend: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Grader:
     cache = ReferenceCache(tmp_path_factory.mktemp("reference-cache"))
-    return Grader(backend, generous_package(), cache)
+    return Grader(backend, package_with_limits(TEST_LIMITS), cache)
 
 
 def assert_failed(report: Report, *words: str) -> None:
@@ -240,7 +252,7 @@ def test_learner_cannot_read_the_workers_environment(
 
 
 def test_a_fork_bomb_fails_with_a_clear_message(grader: Grader) -> None:
-    report = grader.grade(
+    report = grader.grade_with_wall_clock(
         """
         import os
         while True:
@@ -248,7 +260,8 @@ def test_a_fork_bomb_fails_with_a_clear_message(grader: Grader) -> None:
                 os.fork()
             except OSError:
                 pass
-        """
+        """,
+        SHORT_WALL_SECONDS,
     )
     assert_failed(report)
     assert report.message, report.to_json()
