@@ -230,13 +230,16 @@ def worker_queue(settings: Any) -> str:
 
 @pytest.fixture
 def start_worker(
-    worker_queue: str, transactional_db: None, tmp_path: Path
+    worker_queue: str, transactional_db: None, tmp_path: Path, reference_cache: Any
 ) -> Iterator[Callable[..., Worker]]:
-    """start_worker(beat=False, **env) -> a running worker process on the test database."""
+    """start_worker(beat=False, **env) -> a running worker process on the test database.
+    Its reference cache is the test process's (`reference_cache`): a package's reference
+    runs once per test process, not once per worker; a test that needs the reference to
+    run passes a GRADLAB_CACHE_DIR of its own."""
     from django.conf import settings
 
     started: list[Worker] = []
-    cache_dir = tmp_path / "reference-cache"
+    cache_dir = reference_cache.directory
 
     def start(*, beat: bool = False, **extra_env: str) -> Worker:
         index = len(started)

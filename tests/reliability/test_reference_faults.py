@@ -35,6 +35,14 @@ def _set_reference(*, limits: str, solution: str | None = None) -> None:
     ExerciseVersion.objects.filter(pk=exercise.current_version_id).update(files=files)
 
 
+@pytest.fixture
+def cold_worker(start_worker: Any, tmp_path: Path) -> Any:
+    """start_worker() -> a worker with cold sandboxes and an empty reference cache of its
+    own: the first sandbox it starts is the reference's."""
+    cache = tmp_path / "empty-reference-cache"
+    return lambda: start_worker(GRADLAB_SANDBOX_WARM="0", GRADLAB_CACHE_DIR=str(cache))
+
+
 def _submit(client: Any) -> int:
     code = (EXERCISES / SLUG / "solution.py").read_text(encoding="utf-8")
     response = client.post("/api/v1/submissions/", {"exercise": SLUG, "code": code},
@@ -112,10 +120,10 @@ def _signal_first_sandbox(worker_pid: int, sig: int, *, for_s: float) -> int:
 
 
 def test_a_reference_starved_past_its_wall_clock_is_retried_and_graded_not_exercise_broken(
-    start_worker: Any, api: Any, alice_learner: Any
+    cold_worker: Any, api: Any, alice_learner: Any
 ) -> None:
     _set_reference(limits="wall_seconds = 8\ncpu_seconds = 6")
-    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    worker = cold_worker()
     submission_id = _submit(api(alice_learner))
 
     # Frozen: its processes get no CPU at all, as on a host far beyond its cores.
@@ -130,9 +138,9 @@ def test_a_reference_starved_past_its_wall_clock_is_retried_and_graded_not_exerc
 
 
 def test_a_reference_killed_from_outside_is_retried_and_graded_not_exercise_broken(
-    start_worker: Any, api: Any, alice_learner: Any
+    cold_worker: Any, api: Any, alice_learner: Any
 ) -> None:
-    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    worker = cold_worker()
     submission_id = _submit(api(alice_learner))
 
     assert _signal_first_sandbox(worker.process.pid, signal.SIGKILL, for_s=0.5) > 0
@@ -151,18 +159,20 @@ def test_a_reference_killed_from_outside_is_retried_and_graded_not_exercise_brok
 @pytest.mark.parametrize(
     ("limits", "solution", "logged"),
     [
-        ("cpu_seconds = 2", "raise ValueError('reference bug')\n", "reference bug"),
-        ("cpu_seconds = 2", "while True:\n    pass\n", "killed by signal 24"),  # SIGXCPU
+        # 4 s: the harness's trusted parent, which imports torch, stays below it even on a
+        # loaded host (RLIMIT_CPU is per process); the learner's loop reaches it
+        ("cpu_seconds = 4", "raise ValueError('reference bug')\n", "reference bug"),
+        ("cpu_seconds = 4", "while True:\n    pass\n", "killed by signal 24"),  # SIGXCPU
     ],
     ids=["raises", "computes-past-its-cpu-limit"],
 )
 def test_a_genuinely_broken_reference_is_still_exercise_broken_at_once(
-    start_worker: Any, api: Any, alice_learner: Any, limits: str, solution: str, logged: str
+    cold_worker: Any, api: Any, alice_learner: Any, limits: str, solution: str, logged: str
 ) -> None:
     from submissions.services import MESSAGE_EXERCISE
 
     _set_reference(limits=limits, solution=solution)
-    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    worker = cold_worker()
     submission_id = _submit(api(alice_learner))
 
     row = wait_for(lambda: _finished(submission_id), what="the broken reference's verdict")

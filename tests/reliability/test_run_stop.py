@@ -1,10 +1,9 @@
 """`make run` (scripts/run.sh) stops everything it started, every time: started on a
-private port with SQLite and the test Redis database, then stopped by SIGTERM or by Ctrl-C
-(SIGINT to its foreground process group), one after the other on the same database and
-var directory (a second start after a stop comes up and stops cleanly too). Afterwards no process of it remains
-(found by a marker in the environment every child inherits, and by the process groups it
-reported) and its port is free. Its scheduler is supervised: a killed `celery beat` is
-started again."""
+private port with SQLite and the test Redis database, then stopped by SIGTERM, started
+again on the same database and var directory, and stopped by Ctrl-C (SIGINT to its
+foreground process group). Afterwards no process of it remains (found by a marker in the
+environment every child inherits, and by the process groups it reported) and its port is
+free. Its scheduler is supervised: a killed `celery beat` is started again."""
 
 from __future__ import annotations
 
