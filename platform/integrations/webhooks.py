@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -174,17 +175,23 @@ def submission_graded_payload(submission: Any, now: datetime) -> dict[str, Any]:
     }
 
 
-def events_record(*, module_id: int, event_type: str, payload: dict[str, Any]) -> list[int]:
+def events_record(
+    *, module_id: int, event_type: str, payload: Callable[[], dict[str, Any]]
+) -> list[int]:
     """Writes one outbox row per active endpoint of the course that wants `event_type`, in
-    the caller's transaction, and sends them once it commits. Returns their ids."""
+    the caller's transaction, and sends them once it commits. Returns their ids. `payload`
+    is called once, and only when an endpoint wants the event."""
     endpoints = WebhookEndpoint.objects.filter(module_id=module_id, active=True)
     wanted = [e for e in endpoints if event_type in e.events]
+    if not wanted:
+        return []
+    body = payload()
     now = timezone.now()
     message_id = f"msg_{secrets.token_urlsafe(18)}"
     created = WebhookDelivery.objects.bulk_create(
         WebhookDelivery(
             endpoint=endpoint, message_id=message_id, event_type=event_type,
-            payload=payload, next_attempt_at=now,
+            payload=body, next_attempt_at=now,
         )
         for endpoint in wanted
     )  # fmt: skip

@@ -82,13 +82,22 @@ def score_payload(target: GradeTarget, submission: Submission) -> dict[str, Any]
 def scores_record(*, submission_id: int) -> list[int]:
     """In the grade's transaction: one ScorePost per line item the learner launched the
     exercise from; posted once the grade commits. A score held for integrity review has no
-    score yet: nothing is posted until an instructor releases (or rejects) it."""
-    submission = Submission.objects.select_related("exercise").get(pk=submission_id)
-    if submission.status != Submission.Status.GRADED or submission.score is None:
+    score yet: nothing is posted until an instructor releases (or rejects) it. Part of
+    every grading's transaction: a learner not launched from an LMS costs two narrow
+    queries, the submission is loaded in full only for a line item."""
+    row = Submission.objects.values("status", "score", "learner_id", "exercise_id").get(
+        pk=submission_id
+    )
+    if row["status"] != Submission.Status.GRADED or row["score"] is None:
         return []  # held for integrity review (posted once released), or not graded
-    targets = GradeTarget.objects.filter(
-        user_id=submission.learner_id, link__exercise_id=submission.exercise_id
-    ).select_related("link")
+    targets = list(
+        GradeTarget.objects.filter(
+            user_id=row["learner_id"], link__exercise_id=row["exercise_id"]
+        ).select_related("link")
+    )
+    if not targets:
+        return []
+    submission = Submission.objects.select_related("exercise").get(pk=submission_id)
     now = timezone.now()
     created = [
         ScorePost.objects.create(

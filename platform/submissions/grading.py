@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 
 from grader.protocol import ExerciseError, Report
-from grader.spec import Package, PackageError
+from grader.spec import Package, PackageError, package_hash
+
+PACKAGE_CACHE_SIZE = 64  # parsed packages a process keeps (one per exercise version)
 
 
 def sandbox_config() -> Any:
@@ -52,9 +57,37 @@ def reference_cache() -> Any:
     return ReferenceCache(settings.GRADLAB_CACHE_DIR)
 
 
-def package_of(files: dict[str, str]) -> Package:
+class _Packages:
+    """Parsed packages by the digest of their files: a job hashes its version's files
+    (microseconds) instead of parsing and validating the manifest again (milliseconds).
+    A Package is immutable, so jobs may share one; an edited file is another digest."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._parsed: OrderedDict[str, Package] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, files: Mapping[str, str]) -> Package:
+        digest = package_hash(files)
+        with self._lock:
+            if digest in self._parsed:
+                self._parsed.move_to_end(digest)
+                return self._parsed[digest]
+        package = Package.from_files(files)  # raises PackageError: nothing is cached
+        with self._lock:
+            self._parsed[digest] = package
+            while len(self._parsed) > self.size:
+                self._parsed.popitem(last=False)
+        return package
+
+
+_PACKAGES = _Packages(PACKAGE_CACHE_SIZE)
+
+
+def package_of(files: Mapping[str, str]) -> Package:
+    """The package of a stored version's `files`, parsed once per process and content."""
     try:
-        return Package.from_files(files)
+        return _PACKAGES.get(files)
     except PackageError as error:
         raise ExerciseError(f"stored exercise version is invalid: {error}") from error
 

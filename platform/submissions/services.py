@@ -236,8 +236,15 @@ def submission_grade(*, submission_id: int) -> Outcome:
         return _grade_claimed(submission_id, attempt, job_id)
 
 
+# What grading reads of a version: its files and hidden seed, not its rendered statement.
+VERSION_TEXT = ("version__manifest", "version__statement", "version__statement_html",
+                "version__starter_code")  # fmt: skip
+
+
 def _grade_claimed(submission_id: int, attempt: int, job_id: str) -> Outcome:
-    submission = Submission.objects.select_related("version").get(pk=submission_id)
+    submission = (
+        Submission.objects.select_related("version").defer(*VERSION_TEXT).get(pk=submission_id)
+    )
     try:
         report = grading.run_grader(
             files=submission.version.files,
