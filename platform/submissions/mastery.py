@@ -98,6 +98,20 @@ class ObjectiveMastery:
     def status_label(self) -> str:
         return STATUS_LABELS[self.status]
 
+    @property
+    def failure_groups(self) -> tuple[FailureGroup, ...]:
+        """The failures by submission and diagnosis: one line each, with its first check."""
+        groups: dict[tuple[int, str], list[Failure]] = {}
+        for failure in self.failures:
+            groups.setdefault((failure.submission_id, failure.diagnosis), []).append(failure)
+        return tuple(FailureGroup(first=group[0], checks=len(group)) for group in groups.values())
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    first: Failure
+    checks: int
+
 
 @dataclass(frozen=True)
 class DiagnosisCount:

@@ -252,7 +252,8 @@ def page(user: Any, name: str, *args: Any) -> str:
 def test_the_module_page_shows_each_objective_with_the_diagnosis_linked_to_its_feedback(
     alice_learner: Any,
 ) -> None:
-    failed = graded(alice_learner, "chain-rule", report("chain-rule", {0: "graph-broken"}))
+    broken = {0: "graph-broken", 3: "graph-broken"}
+    failed = graded(alice_learner, "chain-rule", report("chain-rule", broken))
 
     html = page(alice_learner, "web:module", MODULE_SLUG)
 
@@ -262,6 +263,8 @@ def test_the_module_page_shows_each_objective_with_the_diagnosis_linked_to_its_f
     assert GRAPH_BROKEN in row
     feedback = page(alice_learner, "web:submission", failed.pk)
     assert f'id="check-{failed.pk}-0"' in feedback  # the link's target
+    chain = html.split('data-objective="chain-rule"')[1].split("</tr>")[0]
+    assert chain.count("<li>") == 1 and "(2 checks)" in chain  # one line per mistake
     backward = html.split('data-objective="backward"')[1].split("</tr>")[0]
     assert 'data-status="shown"' in backward and "100%" in backward
 
