@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ from pathlib import Path
 
 import psycopg
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISE = "chain-rule"
@@ -61,6 +64,8 @@ POSTERS = 8  # clients posting the burst at once
 WORKER_CONCURRENCY = 2  # scripts/run.sh's default: `make run`
 START_TIMEOUT_S = 240.0
 GRADE_TIMEOUT_S = 1800.0
+RETRIES = 3  # per request, on a dropped connection
+LOG_TAIL = 4000  # characters of the stack's log printed when a path fails
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 TOKEN_LINE = re.compile(r"username=demo-learner\s+password=\S+\s+token=([0-9a-f]{40})")
 FINAL = ("graded", "failed")
@@ -201,10 +206,17 @@ class Client:
         self.stack = stack
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Token {stack.token}"
+        # A connection the server dropped as it was reused is tried again: GETs are safe to
+        # repeat, and each POST carries an Idempotency-Key (a repeat replays its answer).
+        retry = Retry(total=RETRIES, backoff_factor=0.05, allowed_methods=None, status=0)
+        self.session.mount("http://", HTTPAdapter(max_retries=retry))
 
     def submit(self, code: str) -> str:
         body = {"exercise": EXERCISE, "code": code}
-        response = self.session.post(f"{self.stack.url}/api/v1/submissions/", json=body, timeout=60)
+        response = self.session.post(
+            f"{self.stack.url}/api/v1/submissions/", json=body, timeout=60,
+            headers={"Idempotency-Key": uuid.uuid4().hex},
+        )  # fmt: skip
         response.raise_for_status()
         return str(response.json()["url"])
 
@@ -302,6 +314,7 @@ def measure_path(path: str, runs: int, burst: int, gap_s: float) -> PathFigures:
     with (
         tempfile.TemporaryDirectory(prefix=f"gradlab-bench-{path}-") as folder,
         stack(path, Path(folder)) as running,
+        _log_shown_on_failure(running.log),
     ):
         client = Client(running)
         warm_up = 2 * WORKER_CONCURRENCY  # each worker process's first jobs start its helpers
@@ -314,6 +327,16 @@ def measure_path(path: str, runs: int, burst: int, gap_s: float) -> PathFigures:
             measure_burst(client, burst, figures)
     figures.sandbox_job = list(_sandbox_job(path, runs))
     return figures
+
+
+@contextlib.contextmanager
+def _log_shown_on_failure(log: Path) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL:]
+        print(f"the stack's log ({log}) ends:\n{tail}", file=sys.stderr, flush=True)
+        raise
 
 
 def _sandbox_job(path: str, runs: int) -> tuple[float, ...]:
