@@ -398,3 +398,46 @@ def test_the_authoring_api_reads_and_replaces_the_objectives_for_instructors_onl
     assert dropped.status_code == 400 and "still tagged" in dropped.json()["objectives"][0]
     assert api(alice_learner).get(url).status_code == 403
     assert api(alice_learner).put(url, {"objectives": []}, format="json").status_code == 403
+
+
+def test_the_class_mastery_reads_a_fixed_number_of_queries_whatever_the_class_size(
+    catalog: Any, django_assert_max_num_queries: Any
+) -> None:
+    import time
+
+    from submissions.mastery import class_mastery
+
+    learners = [persona(f"learner{n:02d}", module_slug=MODULE_SLUG, role="learner")
+                for n in range(12)]  # fmt: skip
+    for n, learner in enumerate(learners):
+        graded(learner, "chain-rule", report("chain-rule", {0: "graph-broken"} if n % 2 else {}))
+        graded(learner, "first-gradient", report("first-gradient", {2: "wrong-type"}))
+        graded(learner, "training-loop", report("training-loop"))
+
+    started = time.perf_counter()
+    with django_assert_max_num_queries(6):
+        result = class_mastery(module=catalog)
+    elapsed = time.perf_counter() - started
+
+    print(f"class mastery: {len(learners)} learners x 3 exercises in {elapsed * 1000:.1f} ms")
+    rows = by_id(result.objectives)
+    assert rows["read-grad"].learners == 12 and rows["read-grad"].failures == 6
+    assert rows["computation-graph"].diagnoses[0].count == 12  # first-gradient's graph check
+
+
+def test_a_module_imported_as_a_copy_gains_the_objectives_its_checks_name(
+    catalog: Any, bob_instructor: Any
+) -> None:
+    from courses.authoring import module_archive_upload, module_create
+    from courses.selectors import module_objectives
+    from courses.services import module_export
+
+    data = module_export(module=catalog, kind="tar.gz")
+    copy = module_create(slug="autograd-copy", title="A copy", user=bob_instructor)
+
+    drafts = module_archive_upload(
+        module=copy, data=data, name="m.tar.gz", user=bob_instructor, copy=True
+    )
+
+    assert module_objectives(copy) == module_objectives(catalog)
+    assert [d.problem for d in drafts] == ["", "", ""]
