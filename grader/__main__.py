@@ -33,7 +33,7 @@ from grader.mutants import run_mutants, table
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
-from grader.scaffold import new_package
+from grader.scaffold import KINDS, new_package
 from grader.spec import (
     MANIFEST,
     MODULE_MANIFEST,
@@ -187,7 +187,7 @@ def command_new(args: argparse.Namespace) -> int:
     if target.exists():
         print(f"{target}: already exists", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for path, text in new_package(args.slug, title=args.title).items():
+    for path, text in new_package(args.slug, title=args.title, kind=args.kind).items():
         (target / path).parent.mkdir(parents=True, exist_ok=True)
         (target / path).write_text(text, encoding="utf-8")
     load_package(target)  # what was written parses
@@ -236,8 +236,9 @@ def parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     mutants.add_argument("package", help="exercises/<slug>")
     _common(mutants, environ)
     mutants.set_defaults(handler=command_mutants)
-    new = commands.add_parser("new", help="write a new script exercise package")
+    new = commands.add_parser("new", help="write a new exercise package that validates")
     new.add_argument("slug", help="lowercase words joined by -")
+    new.add_argument("--kind", choices=KINDS, default="script", help="script (default) or function")
     new.add_argument("--dir", default="exercises", help="where its folder goes")
     new.add_argument("--title", default="", help="default: from the slug")
     new.add_argument("--device", default="cpu", help=argparse.SUPPRESS)

@@ -4,11 +4,14 @@ passes fully, the starter runs, each [[wrong]] fails with its declared diagnosis
 caught unless the manifest declares it `[[equivalent_mutant]]`.
 
 The reference runs once (or comes from the cache); every other file and every mutant is
-graded against that one capture, on the caller's (warm) backend, two at a time."""
+graded against that one capture, on the caller's (warm) backend, two at a time. A caller
+that shows the validation as it goes passes `on_progress`: it is called, on the calling
+thread, with the partial Validation after the reference and after each further run."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from grader.cache import ReferenceCache
@@ -42,11 +45,13 @@ class Validation:
     mutants: tuple[MutantResult, ...] = ()
     solution: str = ""  # the reference solution the mutants were made from (for diffs)
     stale: tuple[str, ...] = ()  # declared equivalents that name no generated mutant
+    pending: int = 0  # runs still to come (a partial validation, see on_progress)
 
     @property
     def ok(self) -> bool:
         return (
             bool(self.items)
+            and not self.pending
             and all(item.ok for item in self.items)
             and not any(result.bad for result in self.mutants)
             and not self.stale
@@ -100,6 +105,9 @@ def _describe(report: Report) -> str:
     return text
 
 
+Progress = Callable[[Validation], None]
+
+
 def validate_package(
     package: Package,
     *,
@@ -108,10 +116,12 @@ def validate_package(
     seed: int = DEV_SEED,
     workers: int = VALIDATION_WORKERS,
     mutants: bool = True,
+    on_progress: Progress | None = None,
 ) -> Validation:
     """The reference passes fully, the starter runs without an error, each [[wrong]]
     fails with its declared diagnosis, each [[alternative]] passes fully, and (unless
-    `mutants` is False) no auto-mutant survives that the manifest does not declare."""
+    `mutants` is False) no auto-mutant survives that the manifest does not declare.
+    `on_progress` sees the partial result after each run, in the order they finish."""
     manifest = package.manifest
     try:
         reference = reference_capture(
@@ -141,16 +151,42 @@ def validate_package(
         mutant = plan.mutants[index - len(runs)]
         return judge(plan, mutant, sandbox=sandbox, seed=seed, device="cpu")
 
-    tasks = range(len(runs) + (len(plan.mutants) if plan is not None else 0))
+    count = len(runs) + (len(plan.mutants) if plan is not None else 0)
+    stale = tuple(plan.stale_declarations()) if plan is not None else ()
+    notify = on_progress or (lambda partial: None)
+    notify(Validation(package.slug, tuple(items), solution=package.solution, pending=count))
+    done: dict[int, ValidationItem | MutantResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        done = list(pool.map(task, tasks))
-    items += [result for result in done if isinstance(result, ValidationItem)]
+        futures: dict[Future[ValidationItem | MutantResult], int] = {
+            pool.submit(task, index): index for index in range(count)
+        }
+        try:
+            for future in as_completed(futures):
+                done[futures[future]] = future.result()
+                if len(done) < count:
+                    notify(_partial(package, items, list(done.values()), count - len(done)))
+        except BaseException:  # a sandbox fault, a time limit: the runs not started are not
+            for future in futures:
+                future.cancel()
+            raise
+    ordered = [done[index] for index in range(count)]
+    return _partial(package, items, ordered, 0, stale)
+
+
+def _partial(
+    package: Package,
+    items: list[ValidationItem],
+    done: list[ValidationItem | MutantResult],
+    pending: int,
+    stale: tuple[str, ...] = (),
+) -> Validation:
     return Validation(
         package.slug,
-        tuple(items),
+        (*items, *(result for result in done if isinstance(result, ValidationItem))),
         mutants=tuple(result for result in done if isinstance(result, MutantResult)),
         solution=package.solution,
-        stale=tuple(plan.stale_declarations()) if plan is not None else (),
+        stale=stale,
+        pending=pending,
     )
 
 
@@ -185,4 +221,4 @@ def _starter_problem(report: Report) -> str:
     return _describe(report)
 
 
-__all__ = ["MutantPlan", "Validation", "ValidationItem", "validate_package"]
+__all__ = ["MutantPlan", "Progress", "Validation", "ValidationItem", "validate_package"]

@@ -5,19 +5,21 @@
 #   scripts/setup-browser.sh --assets-only assets only (what `make run` needs)
 #
 # Assets come from npm (package.json / package-lock.json, exact versions, `npm ci
-# --ignore-scripts`: no package's install script runs). The editor (frontend/editor.js,
-# CodeMirror 6) is bundled by esbuild (`npm run build:editor`); Chart.js and KaTeX are
-# copied as published. All of it lands in platform/web/static/web/vendor/ (git-ignored,
+# --ignore-scripts`: no package's install script runs). The editors (CodeMirror 6:
+# frontend/editor.js, Python, for the learner's page; frontend/authoring-editor.js,
+# Python, Markdown and TOML, for the authoring pages) are bundled by esbuild
+# (`npm run build:editor`); Chart.js and KaTeX are copied as published. All of it lands in platform/web/static/web/vendor/ (git-ignored,
 # rebuilt whole), which the platform serves itself: no CDN at run time. Idempotent: a
-# stamp of the lock file, the editor's source and the copy list makes a second run a
+# stamp of the lock file, the editors' sources and the copy list makes a second run a
 # no-op. Never runs `playwright install`: the tests drive /usr/bin/chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENDOR=platform/web/static/web/vendor
 STAMP="$VENDOR/.stamp"
-EDITOR_SOURCE=frontend/editor.js
-EDITOR_BUNDLE=codemirror/editor.js  # under $VENDOR/, written by `npm run build:editor`
+EDITOR_SOURCES=(frontend/*.js)
+# under $VENDOR/, written by `npm run build:editor`
+EDITOR_BUNDLES=(codemirror/editor.js codemirror/authoring-editor.js)
 
 # source (under node_modules/) -> destination (under $VENDOR/); a folder is copied whole
 ASSETS=(
@@ -47,13 +49,15 @@ apt_install() {
 }
 
 wanted_stamp() {
-  { cat package.json package-lock.json "$EDITOR_SOURCE"; printf '%s\n' "${ASSETS[@]}"; } \
+  { cat package.json package-lock.json "${EDITOR_SOURCES[@]}"; printf '%s\n' "${ASSETS[@]}"; } \
     | sha256sum | cut -d' ' -f1
 }
 
 all_copied() {
-  local entry src dst
-  [ -s "$VENDOR/$EDITOR_BUNDLE" ] || return 1
+  local entry src dst bundle
+  for bundle in "${EDITOR_BUNDLES[@]}"; do
+    [ -s "$VENDOR/$bundle" ] || return 1
+  done
   for entry in "${ASSETS[@]}"; do
     read -r src dst <<<"$entry"
     [ -e "$VENDOR/$dst" ] || return 1
@@ -82,7 +86,7 @@ assets() {
 build_editor() {
   npm run --silent build:editor
   local licences
-  licences="$PWD/$VENDOR/$(dirname "$EDITOR_BUNDLE")/LICENSES.txt"
+  licences="$PWD/$VENDOR/$(dirname "${EDITOR_BUNDLES[0]}")/LICENSES.txt"
   (
     cd node_modules
     # shellcheck disable=SC2086  # the patterns are meant to expand here

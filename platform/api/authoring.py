@@ -10,7 +10,12 @@ from typing import Any
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -27,7 +32,7 @@ from courses import authoring
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.selectors import module_objectives
 from courses.services import module_export
-from grader import archive
+from grader import archive, scaffold
 
 ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/zip")
 FORMAT_PARAMETER = OpenApiParameter(  # not `format`: DRF reads that for its renderers
@@ -61,6 +66,10 @@ class AuthoringModuleOutput(serializers.Serializer):
 class AuthoringExerciseInput(serializers.Serializer):
     slug = serializers.CharField(max_length=100)
     title = serializers.CharField(max_length=200, required=False, default="")
+    kind = serializers.ChoiceField(
+        choices=scaffold.KINDS, required=False, default="script",
+        help_text="the scaffold's kind: a script, or a function with its cases.py",
+    )  # fmt: skip
 
 
 class AuthoringExerciseOutput(serializers.Serializer):
@@ -96,7 +105,10 @@ class AuthoringJobOutput(serializers.Serializer):
     content_hash = serializers.CharField(source="version.content_hash")
     outcome = serializers.JSONField(
         allow_null=True,
-        help_text="done: {ok, rows: [{name, expected, got, ok}], error, problems}",
+        help_text=(
+            "done: {ok, rows: [{name, expected, got, ok}], mutants, error, problems}; "
+            "running: the rows and mutants so far, with pending > 0 runs to come"
+        ),
     )
     error = serializers.CharField(help_text="failed: why the job could not run")
     created_at = serializers.DateTimeField()
@@ -114,13 +126,28 @@ class AuthoringDraftInput(serializers.Serializer):
     )
 
 
+class ProblemPlaceOutput(serializers.Serializer):
+    file = serializers.CharField()
+    line = serializers.IntegerField()
+    field = serializers.CharField()
+
+
 class AuthoringDraftOutput(serializers.Serializer):
     version = serializers.CharField(source="version.label")
     content_hash = serializers.CharField(source="version.content_hash")
     files = serializers.JSONField(source="version.files")
     problem = serializers.CharField(help_text="'' or the PackageError naming file and field")
+    problem_place = serializers.SerializerMethodField(
+        help_text="null, or where the problem points: {file, line (1-based; 0: the whole "
+        "file), field (the manifest field, or '')}"
+    )
     statement_html = serializers.CharField(source="version.statement_html")
     validation = serializers.SerializerMethodField()
+
+    @extend_schema_field(ProblemPlaceOutput(allow_null=True))
+    def get_problem_place(self, draft: authoring.Draft) -> dict[str, Any] | None:
+        place = draft.place
+        return None if place is None else dict(ProblemPlaceOutput(place).data)
 
     def get_validation(self, draft: authoring.Draft) -> dict[str, Any] | None:
         job = authoring.validation_latest(version=draft.version)
@@ -320,14 +347,15 @@ class ExerciseListApi(APIView):
     @extend_schema(
         request=AuthoringExerciseInput,
         responses={201: AuthoringDraftOutput, **ERRORS},
-        description="A new exercise whose first draft is a script package that validates.",
+        description="A new exercise whose first draft is a package that validates.",
     )
     def post(self, request: Request, module: str) -> Response:
         found = module_get_taught(slug=module, user=request.user)
         data = _valid(AuthoringExerciseInput, request)
         draft = authoring.exercise_create(
-            module=found, slug=data["slug"], title=data["title"], user=request.user
-        )
+            module=found, slug=data["slug"], title=data["title"], kind=data["kind"],
+            user=request.user,
+        )  # fmt: skip
         body = AuthoringDraftOutput(draft, context={"request": request}).data
         return Response(body, status=status.HTTP_201_CREATED)
 

@@ -34,6 +34,7 @@ from courses.services import (
     version_publish,
 )
 from grader import archive, scaffold, spec
+from grader.problems import ProblemPlace, problem_place
 
 SLUG_LINE = re.compile(r'^slug\s*=\s*"[^"\n]*"', re.MULTILINE)
 
@@ -42,6 +43,11 @@ SLUG_LINE = re.compile(r'^slug\s*=\s*"[^"\n]*"', re.MULTILINE)
 class Draft:
     version: ExerciseVersion
     problem: str  # "" when the files are a valid package; else the PackageError's message
+
+    @property
+    def place(self) -> ProblemPlace | None:
+        """The file and line the problem points at (the editor marks that line)."""
+        return problem_place(self.problem, self.version.files) if self.problem else None
 
 
 @dataclass(frozen=True)
@@ -99,10 +105,14 @@ def module_order_set(*, module: Module, slugs: list[str]) -> None:
 # -- exercises and drafts ------------------------------------------------------------------
 
 
-def exercise_create(*, module: Module, slug: str, user: AnyUser, title: str = "") -> Draft:
+def exercise_create(
+    *, module: Module, slug: str, user: AnyUser, title: str = "", kind: str = "script"
+) -> Draft:
     """A new exercise in `module` whose first draft is grader.scaffold's package."""
+    if kind not in scaffold.KINDS:
+        raise InvalidInput({"kind": [f"One of {', '.join(scaffold.KINDS)}."]})
     try:
-        files = scaffold.new_package(slug, title=title)
+        files = scaffold.new_package(slug, title=title, kind=kind)
     except spec.PackageError:
         raise InvalidInput({"slug": ["Lowercase words joined by -, e.g. cube-gradient."]}) from None
     return exercise_import(module=module, slug=slug, files=files, user=user)

@@ -24,7 +24,7 @@ from common.errors import InvalidInput, NotFound
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module, Objective
 from courses.selectors import module_objectives
 from courses.statement import render_statement
-from courses.validation import outcome_json, version_validate
+from courses.validation import ValidationOutcome, outcome_json, version_validate
 from grader import archive, spec
 from submissions.services import exercise_regrade
 
@@ -327,8 +327,9 @@ def exercise_job_run(*, job_id: int) -> str:
         logger.info("exercise job %s: not queued, skipping this delivery", job_id)
         return "skipped"
     job = ExerciseJob.objects.select_related("exercise", "version").get(pk=job_id)
+    _job_progress(job_id, attempt, None)  # an earlier attempt's partial rows are not ours
     try:
-        outcome = _job_outcome(job)
+        outcome = _job_outcome(job, attempt)
     except SoftTimeLimitExceeded:
         limit = settings.GRADLAB_JOB_SOFT_TIME_LIMIT
         _job_finish(job_id, attempt, error=JOB_TIME_LIMIT_MESSAGE.format(limit=limit))
@@ -340,9 +341,13 @@ def exercise_job_run(*, job_id: int) -> str:
     return ExerciseJob.Status.DONE
 
 
-def _job_outcome(job: ExerciseJob) -> dict[str, Any]:
+def _job_outcome(job: ExerciseJob, attempt: int) -> dict[str, Any]:
     if job.kind == ExerciseJob.Kind.VALIDATE:
-        return outcome_json(version_validate(version=job.version))
+
+        def progress(partial: ValidationOutcome) -> None:
+            _job_progress(job.pk, attempt, outcome_json(partial))
+
+        return outcome_json(version_validate(version=job.version, on_progress=progress))
     preview = job.kind == ExerciseJob.Kind.REGRADE_PREVIEW
     return {
         **asdict(exercise_regrade(exercise=job.exercise, apply=not preview)),
@@ -362,6 +367,12 @@ def _after_job_fault(job: ExerciseJob, attempt: int, error: Exception) -> str:
     )
     jobs.job_release(EXERCISE_JOBS, row=job, attempt=attempt, countdown=countdown)
     return ExerciseJob.Status.QUEUED
+
+
+def _job_progress(job_id: int, attempt: int, outcome: dict[str, Any] | None) -> None:
+    """The partial outcome of a running job, written only under our claim (a job taken
+    over by another attempt keeps that attempt's rows)."""
+    jobs.job_owned(EXERCISE_JOBS, job_id=job_id, attempt=attempt).update(outcome=outcome)
 
 
 def _job_finish(

@@ -6,12 +6,17 @@ job's JSON outcome, with a row per auto-mutant of the reference (caught with its
 diagnoses, survived with its diff, or declared equivalent with its reason);
 `python -m grader check` gives the same answer.
 
+While it runs, the job's outcome is the partial result, rewritten after each run (the
+reference first, then the others in the order they finish) with `pending` > 0 runs to
+come, so the page and the API show the rows as they arrive.
+
 A broken package is an outcome (the instructor fixes it). A sandbox fault is not: it
 raises InfrastructureError, and the job is retried, then failed, like a grading.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -48,6 +53,11 @@ class ValidationOutcome:
     mutants: tuple[MutantRow, ...] = ()
     mutant_counts: dict[str, int] = field(default_factory=dict)
     stale_equivalents: tuple[str, ...] = ()  # declared, but no such mutant is made
+    pending: int = 0  # runs still to come: a partial outcome, the job is running
+
+    @property
+    def done(self) -> int:
+        return len(self.rows) + len(self.mutants)
 
     @property
     def problems(self) -> int:
@@ -57,10 +67,14 @@ class ValidationOutcome:
 
 def outcome_json(outcome: ValidationOutcome) -> dict[str, Any]:
     """What the job stores (ExerciseJob.outcome) and web/_job.html reads."""
-    return {**asdict(outcome), "problems": outcome.problems}
+    return {**asdict(outcome), "problems": outcome.problems, "runs_done": outcome.done}
 
 
-def version_validate(*, version: ExerciseVersion) -> ValidationOutcome:
+def version_validate(
+    *, version: ExerciseVersion, on_progress: Callable[[ValidationOutcome], None] | None = None
+) -> ValidationOutcome:
+    """The version's validation; `on_progress` sees each partial outcome (pending > 0)."""
+    progress = None if on_progress is None else (lambda partial: on_progress(outcome_of(partial)))
     try:
         package = grading.package_of(dict(version.files))
         result = validate_package(
@@ -68,6 +82,7 @@ def version_validate(*, version: ExerciseVersion) -> ValidationOutcome:
             sandbox=grading.sandbox(),
             cache=grading.reference_cache(),
             seed=version.hidden_seed,
+            on_progress=progress,
         )
     except (PackageError, ExerciseError) as error:
         return ValidationOutcome(ok=False, rows=(), error=f"The package is invalid: {error}")
@@ -98,4 +113,5 @@ def outcome_of(result: Validation) -> ValidationOutcome:
         mutants=mutants,
         mutant_counts=result.mutant_counts() if result.mutants else {},
         stale_equivalents=result.stale,
+        pending=result.pending,
     )

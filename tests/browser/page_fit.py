@@ -82,12 +82,18 @@ def table_count(page: Any) -> int:
 
 
 def overflows_on_every_screen(
-    signed_in: Any, user: Any, pages: dict[str, str], screenshot: Any
+    signed_in: Any,
+    user: Any,
+    pages: dict[str, str],
+    screenshot: Any,
+    screens: tuple[str, ...] = tuple(SCREENS),
 ) -> dict[str, list[str]]:
-    """Opens each page (name -> address) as `user` on every screen, saves a screenshot
-    fit-<screen>-<name>.png, and returns the overflows found by "<screen>px <name>"."""
+    """Opens each page (name -> address) as `user` on every screen (or those of `screens`),
+    saves a screenshot fit-<screen>-<name>.png, and returns the overflows found by
+    "<screen>px <name>"."""
     found: dict[str, list[str]] = {}
-    for screen, (viewport, options) in SCREENS.items():
+    for screen in screens:
+        viewport, options = SCREENS[screen]
         page = signed_in(user, viewport, **options)
         for name, address in pages.items():
             page.goto(address)

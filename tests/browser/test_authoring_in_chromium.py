@@ -25,6 +25,14 @@ NO_BACKWARD = "import torch\n\nx = torch.tensor(3.0, requires_grad=True)\ny = x*
 SOLUTION = "import torch\n\nx = torch.tensor(3.0, requires_grad=True)\ny = x**3\ny.backward()\n"
 
 
+def _type_into(page: Any, editor: str, text: str) -> None:
+    """Replaces the text of the CodeMirror editor `editor` (its host's selector) by `text`."""
+    page.locator(f"{editor} .cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
 def _wait_validation(page: Any) -> str:
     """Waits, without reloading, for the polled validation to finish; returns its verdict."""
     page.wait_for_function(
@@ -67,9 +75,9 @@ def test_an_instructor_authors_publishes_exports_and_copies_a_module_a_learner_s
     page.get_by_role("button", name="Create exercise").click()
     page.wait_for_url(f"{base}/teach/autograd-extra/author/cube-gradient/")
 
-    # The statement's live preview: the server's sanitiser, then KaTeX.
-    statement = page.locator("#statement-text")
-    statement.fill("# The gradient of a cube\n\nCompute $y = x^3$ at $x = 3$.\n\n<!-- checks -->\n")
+    # The statement's live preview from its Markdown editor: the server's sanitiser, then KaTeX.
+    statement = "# The gradient of a cube\n\nCompute $y = x^3$ at $x = 3$.\n\n<!-- checks -->\n"
+    _type_into(page, "#statement-text-editor", statement)
     page.wait_for_function(
         "() => document.querySelector('#statement-preview').dataset.rendered"
         " && document.querySelector('#statement-preview .katex')"
@@ -80,7 +88,7 @@ def test_an_instructor_authors_publishes_exports_and_copies_a_module_a_learner_s
     page.check("input[name=check-0-delete]")
     page.select_option("#new-file-kind", "wrong")
     page.fill("#new-file-name", "no-backward")
-    page.fill("#new-file-text", NO_BACKWARD)
+    _type_into(page, "#new-file-text-editor", NO_BACKWARD)
     page.fill("input[name=wrong-new-file]", "wrong/no-backward.py")
     page.fill("input[name=wrong-new-diagnosis]", "no-backward")
     verdict = _save_and_validate(page)

@@ -24,7 +24,7 @@ from grader.protocol import (
 from grader.sandbox import get_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
-from grader.validation import validate_package
+from grader.validation import Validation, validate_package
 
 pytestmark = pytest.mark.sandbox
 
@@ -166,6 +166,26 @@ def test_validation_reports_a_wrong_solution_declared_with_another_diagnosis(
     assert (bad.kind, bad.file) == ("wrong", "wrong/mean.py")
     assert "fails with sign-error" in validation.summary()
     assert "[scaled-by-n]" in validation.summary()
+
+
+def test_validation_reports_the_reference_then_each_run_as_it_finishes(
+    sandbox: Sandbox, reference_cache: ReferenceCache
+) -> None:
+    package = package_at("vector-square")
+    seen: list[Validation] = []
+
+    validation = validate_package(
+        package, sandbox=sandbox, cache=reference_cache, on_progress=seen.append
+    )
+
+    runs = len(validation.items) - 1 + len(validation.mutants)  # all but the reference
+    assert [p.pending for p in seen] == list(range(runs, 0, -1))  # one report per finished run
+    assert [i.kind for i in seen[0].items] == ["reference"] and not seen[0].mutants
+    done = [len(p.items) + len(p.mutants) for p in seen]
+    assert done == list(range(1, runs + 1)) and not any(p.ok for p in seen)
+    assert validation.ok and validation.pending == 0
+    files = {(i.kind, i.file) for i in validation.items}
+    assert {(i.kind, i.file) for i in seen[-1].items} <= files
 
 
 def test_validation_rejects_an_alternative_that_does_not_pass(

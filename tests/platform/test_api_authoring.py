@@ -95,7 +95,12 @@ def test_saving_an_invalid_draft_keeps_it_and_names_the_file_and_field(bob: Any,
 
     assert saved.status_code == 200
     assert saved.json()["problem"].startswith("cube-gradient/exercise.toml: checks[0].type")
+    line = files["exercise.toml"].splitlines().index('type = "gradd"') + 1
+    assert saved.json()["problem_place"] == {
+        "file": "exercise.toml", "line": line, "field": "checks[0].type",
+    }  # fmt: skip
     assert again["files"]["exercise.toml"] == files["exercise.toml"]
+    assert cube["problem_place"] is None
 
 
 def test_a_draft_with_a_path_outside_the_package_is_a_400_naming_it(bob: Any, cube: Any) -> None:
@@ -128,6 +133,35 @@ def test_publishing_waits_for_a_passed_validation_started_through_the_api(
     assert published.status_code == 200 and published.json()["number"] == 1
     assert bob.get(job_url).json()["outcome"]["ok"] is True
     assert bob.get(f"{MODULE}/exercises/").json()[-1]["published_version"] == 1
+
+
+def test_a_running_validation_reads_back_its_rows_so_far(bob: Any, cube: Any) -> None:
+    from courses.models import ExerciseJob
+    from courses.validation import ValidationOutcome, ValidationRow, outcome_json
+
+    started = bob.post(f"{CUBE}/validate/").json()
+    reference = ValidationRow("reference: solution.py", "10/10", "10/10", True)
+    partial = outcome_json(ValidationOutcome(ok=False, rows=(reference,), pending=7))
+    ExerciseJob.objects.filter(pk=started["id"]).update(status="running", outcome=partial)
+
+    job = bob.get(started["url"]).json()
+    refused = bob.post(f"{CUBE}/publish/")
+
+    assert job["status"] == "running"
+    assert job["outcome"]["rows"][0]["name"] == "reference: solution.py"
+    assert (job["outcome"]["runs_done"], job["outcome"]["pending"]) == (1, 7)
+    assert refused.status_code == 409 and "still running" in refused.json()["detail"]
+
+
+def test_a_new_function_exercise_is_a_draft_of_the_function_scaffold(bob: Any) -> None:
+    created = bob.post(f"{MODULE}/exercises/", {"slug": "cube-grad", "kind": "function"},
+                       format="json")  # fmt: skip
+    refused = bob.post(f"{MODULE}/exercises/", {"slug": "cube-cls", "kind": "class"},
+                       format="json")  # fmt: skip
+
+    assert created.status_code == 201 and created.json()["problem"] == ""
+    assert "cases.py" in created.json()["files"]
+    assert refused.status_code == 400 and "kind" in refused.json()
 
 
 def test_a_failed_validation_is_read_back_and_refuses_publishing(bob: Any, cube: Any) -> None:

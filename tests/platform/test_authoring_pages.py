@@ -165,6 +165,65 @@ def test_an_invalid_toml_save_is_kept_and_the_page_names_the_file_and_field(bob:
     assert _draft_files("cube-gradient")["exercise.toml"] == toml_text
 
 
+def test_the_problem_names_the_line_the_editor_marks_and_every_file_gets_its_language(
+    bob: Any,
+) -> None:
+    _create(bob)
+    files = _draft_files("cube-gradient")
+    toml_text = files["exercise.toml"].replace('target = "y"', 'target = "z"')
+
+    page = bob.post(_editor("cube-gradient"), {"action": "save-toml", "toml": toml_text},
+                    follow=True).content.decode()  # fmt: skip
+
+    line = toml_text.splitlines().index('target = "z"') + 1
+    assert f'data-file="exercise.toml" data-line="{line}"' in page
+    assert f"Show line {line} of exercise.toml" in page
+    assert 'aria-label="exercise.toml" data-language="toml" data-path="exercise.toml"' in page
+    assert 'aria-label="statement.md" data-language="markdown"' in page
+    assert 'data-path="solution.py" data-language="python"' in page
+    assert "web/vendor/codemirror/authoring-editor.js" in page
+
+
+def _running_validation(slug: str, outcome: dict[str, Any]) -> None:
+    from courses.models import ExerciseJob
+
+    ExerciseJob.objects.filter(exercise__slug=slug).update(status="running", outcome=outcome)
+
+
+def _partial_outcome() -> dict[str, Any]:
+    from courses.validation import MutantRow, ValidationOutcome, ValidationRow, outcome_json
+
+    return outcome_json(ValidationOutcome(
+        ok=False,
+        rows=(
+            ValidationRow("reference: solution.py", "10/10", "10/10", True),
+            ValidationRow("wrong: wrong/forgot-requires-grad.py", "fails with graph-broken",
+                          "0/10 failing 'y' [sign-error]", False),
+        ),
+        mutants=(MutantRow("flip-sign@4", "flips a sign", "survived", "10/10",
+                           "-y = x**3\n+y = -x**3", False),),
+        mutant_counts={"generated": 1, "caught": 0, "equivalent": 0, "survived": 1, "error": 0},
+        pending=5,
+    ))  # fmt: skip
+
+
+def test_a_running_validation_shows_the_rows_so_far_and_how_many_are_to_come(
+    bob: Any,
+) -> None:
+    _create(bob)
+    bob.post(_editor("cube-gradient"), {"action": "validate"})
+    _running_validation("cube-gradient", _partial_outcome())
+
+    status = bob.get(reverse("web:author_validation", args=[MODULE_SLUG, "cube-gradient"])).json()
+
+    html = status["html"]
+    assert status["pending"] is True
+    assert 'data-done="3" data-pending="5"' in html and "5 to come" in html
+    assert 'data-run="wrong: wrong/forgot-requires-grad.py"' in html and "not as declared" in html
+    assert 'data-mutant="flip-sign@4" data-outcome="survived"' in html
+    assert "So far 1 graded" in html and "Valid:" not in html and "Not valid" not in html
+
+
 def test_the_statement_preview_is_sanitised_like_the_learner_page(bob: Any, catalog: Any) -> None:
     url = reverse("web:author_statement_preview", args=[MODULE_SLUG, E2E_SLUG])
 
@@ -287,6 +346,17 @@ def test_the_teach_page_starts_a_regrade_preview_job(bob: Any) -> None:
     assert (job.kind, job.status) == ("regrade-preview", "queued")
     page = bob.get(reverse("web:teach_exercise", args=[MODULE_SLUG, E2E_SLUG])).content.decode()
     assert 'id="regrade-preview-result"' in page
+
+
+def test_a_function_exercise_is_created_from_its_scaffold(bob: Any) -> None:
+    response = bob.post(AUTHOR, {"action": "create-exercise", "slug": "cube-grad",
+                                 "kind": "function"})  # fmt: skip
+
+    files = _draft_files("cube-grad")
+    assert response.status_code == 302
+    assert 'kind = "function"' in files["exercise.toml"] and "cases.py" in files
+    page = bob.get(_editor("cube-grad")).content.decode()
+    assert 'id="package-problem"' not in page
 
 
 def test_a_function_exercise_gets_its_cases_file_from_the_page(bob: Any) -> None:

@@ -48,6 +48,46 @@ def test_a_new_draft_validates_in_the_background_and_then_publishes(
     assert version.number == 1 and _exercise().current_version_id == version.pk
 
 
+def _snapshot(job_id: int) -> tuple[str, int, int] | None:
+    """(status, runs done, runs to come) of the job's outcome so far; None once finished."""
+    from courses.models import ExerciseJob
+
+    job = ExerciseJob.objects.get(pk=job_id)
+    outcome = job.outcome or {}
+    if job.status in ("done", "failed"):
+        return None
+    return (job.status, outcome.get("runs_done", 0), outcome.get("pending", 0))
+
+
+def test_a_running_validation_shows_its_rows_as_they_arrive(
+    start_worker: Any, bob_instructor: Any
+) -> None:
+    from courses.authoring import draft_validate, exercise_create
+    from courses.models import Module
+
+    start_worker()
+    exercise_create(
+        module=Module.objects.get(slug=MODULE_SLUG), slug="cube-gradient", user=bob_instructor
+    )
+    created = draft_validate(exercise=_exercise(), user=bob_instructor)
+    seen: list[tuple[str, int, int]] = []
+
+    def finished() -> Any:
+        snapshot = _snapshot(created.pk)
+        if snapshot is not None and snapshot not in seen:
+            seen.append(snapshot)
+        return _finished(created.pk)
+
+    job = wait_for(finished, timeout=VALIDATION_TIMEOUT_S, what="validation")
+
+    partial = [(done, pending) for status, done, pending in seen if status == "running" and done]
+    assert len(partial) >= 3, seen  # the reference, then runs one by one
+    assert [done for done, _ in partial] == sorted(done for done, _ in partial)
+    total = job.outcome["runs_done"]
+    assert all(done + pending == total for done, pending in partial)
+    assert job.status == "done" and job.outcome["pending"] == 0 and job.outcome["ok"] is True
+
+
 def test_a_wrong_solution_with_the_wrong_diagnosis_fails_validation_and_blocks_publishing(
     start_worker: Any, bob_instructor: Any
 ) -> None:

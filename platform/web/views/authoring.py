@@ -94,6 +94,7 @@ def _module_action(request: HttpRequest, module: Module) -> HttpResponse:
                 module=module,
                 slug=request.POST.get("slug", "").strip(),
                 title=request.POST.get("title", "").strip(),
+                kind=request.POST.get("kind", "script"),
                 user=request.user,
             )
             return redirect(_author_url(module, draft.version.exercise))

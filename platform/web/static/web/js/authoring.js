@@ -1,13 +1,15 @@
-/* The authoring pages: CodeMirror 6 editors over the Python files' textareas (which stay
- * the form fields), a live preview of the statement (rendered by the server with the
- * learner page's Markdown and sanitiser, then KaTeX here), and the validation's result
- * as it arrives (polled while the job is queued or running). */
+/* The authoring pages: CodeMirror 6 editors over every file's textarea (which stays the
+ * form field; data-language: python, markdown or toml), the line a package problem points
+ * at marked in its file's editor, a live preview of the statement (rendered by the server
+ * with the learner page's Markdown and sanitiser, then KaTeX here), and the validation's
+ * rows as they arrive (polled while the job is queued or running). */
 (function () {
   "use strict";
 
   var PREVIEW_DELAY_MS = 400;
   var POLL_MS = 1500;
   var editors = 0;
+  var byPath = {};  // a package file's path -> its editor
 
   function csrfToken() {
     var field = document.querySelector("input[name=csrfmiddlewaretoken]");
@@ -15,14 +17,40 @@
   }
 
   function attachEditor(textarea, onSubmit) {
-    if (typeof window.gradlabEditor === "undefined") { return; }
+    if (typeof window.gradlabEditor === "undefined") { return null; }
     var editor = window.gradlabEditor.attach(textarea, {
       onSubmit: onSubmit || function () {},
-      onEscape: function () {}
+      onEscape: function () {},
+      language: textarea.dataset.language
     });
     editors += 1;
     var host = editor.view.dom.getRootNode().host;
-    if (host) { host.id = "code-editor-" + editors; }
+    if (host) {
+      host.id = textarea.id ? textarea.id + "-editor" : "code-editor-" + editors;
+      if (textarea.dataset.path) { host.dataset.path = textarea.dataset.path; }
+      if (textarea.dataset.language) { host.dataset.language = textarea.dataset.language; }
+    }
+    if (textarea.dataset.path) { byPath[textarea.dataset.path] = editor; }
+    return editor;
+  }
+
+  // The package problem's line (data-file, data-line of #package-problem), marked in its
+  // file's editor; its link opens that file and shows the line.
+  function markProblem(problem) {
+    var editor = byPath[problem.dataset.file];
+    var line = parseInt(problem.dataset.line || "0", 10);
+    if (!editor || !line) { return; }
+    editor.markLine(line);
+    var link = document.getElementById("problem-link");
+    if (!link) { return; }
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      var host = editor.view.dom.getRootNode().host;
+      for (var node = host; node; node = node.parentElement) {
+        if (node.tagName === "DETAILS") { node.open = true; }
+      }
+      editor.markLine(line, { show: true });
+    });
   }
 
   function renderMath(element) {
@@ -72,9 +100,11 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("textarea.python-file").forEach(function (textarea) {
+    document.querySelectorAll("textarea[data-language]").forEach(function (textarea) {
       attachEditor(textarea);
     });
+    var problem = document.getElementById("package-problem");
+    if (problem) { markProblem(problem); }
     var code = document.getElementById("id_code");
     if (code) {
       var form = document.getElementById("submit-form");
