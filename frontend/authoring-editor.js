@@ -3,16 +3,22 @@
 // Python), TOML for exercise.toml (the legacy TOML mode through StreamLanguage).
 import { markdown } from "@codemirror/lang-markdown";
 import { python } from "@codemirror/lang-python";
-import { LanguageDescription, StreamLanguage } from "@codemirror/language";
+import { LanguageDescription, StreamLanguage, syntaxHighlighting } from "@codemirror/language";
 import { toml } from "@codemirror/legacy-modes/mode/toml";
+import { tagHighlighter, tags } from "@lezer/highlight";
 import { install } from "./editor-core.js";
 
 const pythonBlocks = LanguageDescription.of({ name: "python", alias: ["py"], support: python() });
+// Markdown's own tags that the common classHighlighter leaves plain: inline code and quotes.
+const markdownClasses = tagHighlighter([
+  { tag: tags.monospace, class: "tok-monospace" },
+  { tag: tags.quote, class: "tok-quote" },
+]);
 
 install({
   python: { support: () => python(), label: "Python code" },
   markdown: {
-    support: () => markdown({ codeLanguages: [pythonBlocks] }),
+    support: () => [markdown({ codeLanguages: [pythonBlocks] }), syntaxHighlighting(markdownClasses)],
     label: "Markdown text",
     wrap: true, // prose: long lines wrap
   },

@@ -83,6 +83,7 @@ const editorTheme = EditorView.theme({
   ".tok-strong": { fontWeight: "700" },
   ".tok-link, .tok-url": { color: "#0a5c2a", textDecoration: "underline" },
   ".tok-monospace": { color: "#8a4600" },
+  ".tok-quote": { color: "#57606a", fontStyle: "italic" },
   ".tok-meta, .tok-processingInstruction": { color: "#57606a" },
   ".cm-problem-line": { backgroundColor: "#fdecec", boxShadow: "inset 3px 0 0 #a4161a" },
 });
