@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from courses import services
+from courses import pruning, services
 from ops.logs import job_context
 
 
@@ -26,3 +26,9 @@ def run_exercise_job(job_id: int) -> str:
 def sweep_exercise_jobs() -> dict[str, list[int]]:
     result = services.exercise_jobs_sweep()
     return {"requeued": list(result.requeued), "failed": list(result.failed)}
+
+
+@shared_task(name="gradlab.prune_drafts")
+def prune_drafts() -> dict[str, int]:
+    result = pruning.drafts_prune(keep=settings.GRADLAB_DRAFTS_KEPT)
+    return {"deleted": result.deleted, "exercises": result.exercises}

@@ -199,6 +199,10 @@ GRADLAB_JOB_RUNNING_LEASE_SECONDS = env_int("GRADLAB_JOB_RUNNING_LEASE_SECONDS",
 GRADLAB_MAX_ATTEMPTS = env_int("GRADLAB_MAX_ATTEMPTS", 4)
 GRADLAB_RETRY_BACKOFF_SECONDS = env_float("GRADLAB_RETRY_BACKOFF_SECONDS", 5.0)
 GRADLAB_RETRY_BACKOFF_MAX_SECONDS = env_float("GRADLAB_RETRY_BACKOFF_MAX_SECONDS", 120.0)
+# Drafts pruning (courses.pruning): per exercise, the most recent drafts kept (plus every
+# draft a job or a submission points at), and how often the beat schedule prunes.
+GRADLAB_DRAFTS_KEPT = env_int("GRADLAB_DRAFTS_KEPT", 20)
+GRADLAB_DRAFTS_PRUNE_SECONDS = env_int("GRADLAB_DRAFTS_PRUNE_SECONDS", 24 * 3600)
 
 CELERY_TASK_SOFT_TIME_LIMIT = GRADLAB_TASK_SOFT_TIME_LIMIT
 CELERY_TASK_TIME_LIMIT = GRADLAB_TASK_TIME_LIMIT
@@ -209,6 +213,7 @@ CELERY_TASK_ROUTES = {
     "gradlab.run_exercise_job": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.sweep_exercise_jobs": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.reap_sandboxes": {"queue": GRADLAB_QUEUE_CPU},
+    "gradlab.prune_drafts": {"queue": GRADLAB_QUEUE_CPU},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-submissions": {
@@ -227,6 +232,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "gradlab.reap_sandboxes",
         "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+    },
+    "prune-old-drafts": {
+        "task": "gradlab.prune_drafts",
+        "schedule": GRADLAB_DRAFTS_PRUNE_SECONDS,
+        "options": {"expires": GRADLAB_DRAFTS_PRUNE_SECONDS},
     },
 }
 # Unacknowledged messages come back after this long: longer than any retry countdown and
