@@ -231,26 +231,32 @@ def evidence_of(submission: Submission) -> list[Evidence]:
     raw_checks = manifest.get("checks", []) if isinstance(manifest, Mapping) else []
     found = []
     for order, tags in enumerate(check_tags(manifest)):
+        if not tags:
+            continue
         raw = raw_checks[order] if isinstance(raw_checks[order], Mapping) else {}
-        points = float(raw.get("points", 0)) if _is_number(raw.get("points")) else 0.0
-        result = results.get(order)
-        passed = result is not None and result.passed and not rejected
+        points = float(raw["points"]) if _is_number(raw.get("points")) else 0.0
+        result = None if rejected else results.get(order)
         failure = None
-        if not passed:
-            diagnosis = result.diagnosis if result is not None and not rejected else NO_RESULT
-            failure = Failure(
-                submission_id=submission.pk,
-                learner_id=submission.learner_id,
-                exercise=submission.exercise.slug,
-                exercise_title=submission.exercise.title,
-                check=str(raw.get("name", result.name if result else "")),
-                order=order,
-                diagnosis=diagnosis,
-                diagnosis_title=diagnosis_title(diagnosis, manifest),
-            )
+        if result is None or not result.passed:
+            failure = _failure(submission, order, str(raw.get("name", "")), result)
         slug = submission.exercise.slug
-        found += [Evidence(tag, slug, points, passed, failure) for tag in tags]
+        found += [Evidence(tag, slug, points, failure is None, failure) for tag in tags]
     return found
+
+
+def _failure(submission: Submission, order: int, name: str, result: Any) -> Failure:
+    """A failed check; without its result (a failed run, a rejection) it has no diagnosis."""
+    diagnosis = result.diagnosis if result is not None else NO_RESULT
+    return Failure(
+        submission_id=submission.pk,
+        learner_id=submission.learner_id,
+        exercise=submission.exercise.slug,
+        exercise_title=submission.exercise.title,
+        check=name or (result.name if result is not None else ""),
+        order=order,
+        diagnosis=diagnosis,
+        diagnosis_title=diagnosis_title(diagnosis, submission.version.manifest),
+    )
 
 
 def _is_number(value: Any) -> bool:

@@ -441,3 +441,22 @@ def test_a_module_imported_as_a_copy_gains_the_objectives_its_checks_name(
 
     assert module_objectives(copy) == module_objectives(catalog)
     assert [d.problem for d in drafts] == ["", "", ""]
+
+
+def test_a_submission_rejected_after_review_shows_no_objective(
+    alice_learner: Any, bob_instructor: Any, catalog: Any
+) -> None:
+    from submissions.services import submission_review
+
+    graded(alice_learner, "first-gradient", report("first-gradient"))
+    held = graded(alice_learner, "first-gradient", report("first-gradient", flagged=True))
+    assert mine(alice_learner)["backward"].mastery == 1.0  # the held one waits
+
+    submission_review(
+        submission_id=held.pk, module=catalog, reviewer=bob_instructor, decision="reject"
+    )
+
+    backward = mine(alice_learner)["backward"]
+    assert (backward.points, backward.passed_points) == (8.0, 0.0)
+    assert {f.diagnosis for f in backward.failures} == {""}
+    assert {f.submission_id for f in backward.failures} == {held.pk}
