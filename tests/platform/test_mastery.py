@@ -460,3 +460,20 @@ def test_a_submission_rejected_after_review_shows_no_objective(
     assert (backward.points, backward.passed_points) == (8.0, 0.0)
     assert {f.diagnosis for f in backward.failures} == {""}
     assert {f.submission_id for f in backward.failures} == {held.pk}
+
+
+def test_a_course_token_is_refused_by_every_mastery_endpoint(
+    api: Any, bob_instructor: Any, alice_learner: Any
+) -> None:
+    from rest_framework.test import APIClient
+
+    made = api(bob_instructor).post(
+        f"/api/v1/courses/{MODULE_SLUG}/tokens/",
+        {"name": "script", "scopes": ["exercises:read", "submissions:read"]},
+        format="json",
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {made.json()['token']}")
+
+    for path in ("", "class/", f"learners/{alice_learner.pk}/"):
+        assert client.get(f"{API}/{path}").status_code == 403, path
