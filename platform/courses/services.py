@@ -282,6 +282,7 @@ def _job_lost_fields(job: ExerciseJob, now: datetime) -> dict[str, Any]:
         "finished_at": now,
         "lease_expires_at": None,
         "error": JOB_LOST_MESSAGE.format(attempts=job.attempts),
+        "outcome": None,  # a lost attempt's partial rows are no outcome
     }
 
 
@@ -365,6 +366,7 @@ def _after_job_fault(job: ExerciseJob, attempt: int, error: Exception) -> str:
         base=settings.GRADLAB_RETRY_BACKOFF_SECONDS,
         cap=settings.GRADLAB_RETRY_BACKOFF_MAX_SECONDS,
     )
+    _job_progress(job.pk, attempt, None)  # queued again: this attempt's rows are void
     jobs.job_release(EXERCISE_JOBS, row=job, attempt=attempt, countdown=countdown)
     return ExerciseJob.Status.QUEUED
 

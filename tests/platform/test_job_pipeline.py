@@ -230,6 +230,21 @@ def test_the_sweep_fails_a_row_that_used_every_attempt_and_sends_nothing(
     assert queue_length(worker_queue) == 0
 
 
+def test_an_instructor_job_lost_after_every_attempt_keeps_no_partial_outcome(
+    bob_instructor: Any, settings: Any
+) -> None:
+    from courses.services import exercise_jobs_sweep
+
+    settings.GRADLAB_MAX_ATTEMPTS = 2
+    partial = {"ok": False, "rows": [{"name": "reference: solution.py"}], "pending": 4}
+    stuck = _job(bob_instructor, status="running", attempts=2, outcome=partial,
+                 lease_expires_at=timezone.now() - timedelta(seconds=1))  # fmt: skip
+
+    assert exercise_jobs_sweep().failed == (stuck.pk,)
+    stuck.refresh_from_db()
+    assert (stuck.status, stuck.outcome) == ("failed", None)
+
+
 # -- owners: a claim of a dead process is taken over at once --------------------------
 
 
