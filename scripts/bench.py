@@ -390,13 +390,13 @@ def ratios(figures: list[PathFigures]) -> list[str]:
             f"sandbox job p50 {_ratio(other.sandbox_job, zygote.sandbox_job)}",
         ]
         if zygote.per_minute and other.per_minute:
-            parts.append(f"burst {zygote.per_minute / other.per_minute:.1f}x the gradings a minute")
-        lines.append(f"zygote against {other.path}: " + ", ".join(parts))
+            parts.append(f"burst gradings a minute {zygote.per_minute / other.per_minute:.1f}x")
+        lines.append(f"zygote against {other.path} (x: times as fast): " + ", ".join(parts))
     return lines
 
 
 def _ratio(slow: list[float], fast: list[float]) -> str:
-    return f"{quantile(slow, 0.5) / quantile(fast, 0.5):.1f}x faster"
+    return f"{quantile(slow, 0.5) / quantile(fast, 0.5):.1f}x"
 
 
 def header(runs: int, burst: int, gap_s: float) -> str:

@@ -53,10 +53,10 @@ def test_the_ratios_compare_the_zygote_with_each_other_path() -> None:
         ]
     )
     assert lines == [
-        "zygote against cold: POST -> graded p50 6.0x faster, sandbox job p50 28.0x faster, "
-        "burst 10.0x the gradings a minute",
-        "zygote against warm: POST -> graded p50 3.0x faster, sandbox job p50 1.4x faster, "
-        "burst 5.0x the gradings a minute",
+        "zygote against cold (x: times as fast): POST -> graded p50 6.0x, sandbox job p50 28.0x, "
+        "burst gradings a minute 10.0x",
+        "zygote against warm (x: times as fast): POST -> graded p50 3.0x, sandbox job p50 1.4x, "
+        "burst gradings a minute 5.0x",
     ]
 
 
