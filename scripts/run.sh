@@ -90,10 +90,8 @@ start watchdog bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; kill -
 ensure_redis
 export CELERY_BROKER_URL="${CELERY_BROKER_URL:-$REDIS_URL}"
 
-"$PY" manage.py migrate --noinput -v 0
-"$PY" manage.py load_exercises
-"$PY" manage.py collectstatic --noinput -v 0
-accounts=$("$PY" manage.py demo_accounts)
+# migrate, load exercises/, collect static files (when changed), demo accounts (stdout)
+accounts=$("$PY" manage.py prepare)
 
 # No mingle or gossip (as in the Docker image): after a Redis restart, mingle's broadcast
 # on the reconnected channel crashed the worker (kombu KeyError in on_readable; found by

@@ -1,8 +1,9 @@
-"""`issue_token` and `demo_accounts`: what scripts and the README rely on."""
+"""`issue_token`, `demo_accounts` and `prepare`: what scripts and the README rely on."""
 
 from __future__ import annotations
 
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,3 +64,49 @@ def test_demo_accounts_prints_an_instructor_and_a_learner_with_tokens(catalog: A
     assert ("demo-instructor", "instructor") in roles and ("demo-learner", "learner") in roles
     password = lines[1].split("password=")[1].split()[0]
     assert User.objects.get(username="demo-learner").check_password(password)
+
+
+def _prepare() -> tuple[list[str], str]:
+    out, err = StringIO(), StringIO()
+    call_command("prepare", stdout=out, stderr=err)
+    return out.getvalue().splitlines(), err.getvalue()
+
+
+@pytest.fixture
+def static_root(settings: Any, tmp_path: Path) -> Path:
+    settings.STATIC_ROOT = tmp_path / "staticfiles"
+    return Path(settings.STATIC_ROOT)
+
+
+def test_prepare_loads_the_exercises_and_prints_only_the_demo_accounts_on_stdout(
+    static_root: Path,
+) -> None:
+    from courses.models import Exercise
+
+    accounts, _ = _prepare()
+
+    assert [line.split()[1] for line in accounts] == [
+        "username=demo-instructor",
+        "username=demo-learner",
+    ]
+    assert Exercise.objects.filter(slug="chain-rule").exists()
+    assert (static_root / "web").is_dir()
+
+
+def test_prepare_collects_static_files_again_only_when_a_source_changed(
+    static_root: Path, settings: Any, tmp_path: Path
+) -> None:
+    extra = tmp_path / "extra-static"
+    extra.mkdir()
+    (extra / "note.css").write_text("body {}\n", encoding="utf-8")
+    settings.STATICFILES_DIRS = [extra]
+
+    _, first = _prepare()
+    _, second = _prepare()
+    (extra / "added.css").write_text("p {}\n", encoding="utf-8")
+    _, third = _prepare()
+
+    assert "unchanged since the last collection" not in first
+    assert "unchanged since the last collection" in second
+    assert "unchanged since the last collection" not in third
+    assert (static_root / "added.css").read_text(encoding="utf-8") == "p {}\n"
