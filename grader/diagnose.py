@@ -151,6 +151,13 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "or .grad was written after the last one): let autograd compute it.",
     ),
     Diagnosis(
+        "not-from-autograd",
+        "Value does not follow the gradients",
+        "The value is right at the exercise's inputs but does not change when the gradients "
+        "change (typed in or worked out by hand): take it from what autograd computed, for "
+        "example x.grad.clone().",
+    ),
+    Diagnosis(
         "wrong-backward-root",
         "backward() from the wrong tensor",
         "Call backward() on the result the exercise asks for (usually the loss), not on an "
@@ -841,10 +848,12 @@ def _same_values(got: Value | None, want: Value | None) -> bool | None:
     return True
 
 
-def params_explained(name: str, value: Value | None, provenance: Provenance | None) -> bool | None:
-    """Did `name`'s values change only in optimizer steps: each step starts where the
-    previous one ended, and the final value is where the last step left it? None: no
-    optimizer step, or no record to judge by."""
+def params_explained(
+    name: str, value: Value | None, provenance: Provenance | None, param: str | None = None
+) -> bool | None:
+    """Did `name`'s values (only its module's parameter `param`, when given) change only
+    in optimizer steps: each step starts where the previous one ended, and the final value
+    is where the last step left it? None: no optimizer step, or no record to judge by."""
     if provenance is None or provenance.last_step is None:
         return None
     steps = {s.index: s for s in provenance.steps}
@@ -853,18 +862,36 @@ def params_explained(name: str, value: Value | None, provenance: Provenance | No
         if previous is None or step.before is None or previous.after is None:
             continue
         known = name in step.before and name in previous.after
-        if known and _same_values(step.before[name], previous.after[name]) is False:
+        if known and (
+            _same_values(_part(step.before[name], param), _part(previous.after[name], param))
+            is False
+        ):
             return False
     last = provenance.last_step.after
     if last is None or name not in last or value is None:
         return None
-    return _same_values(value, last[name])
+    return _same_values(_part(value, param), _part(last[name], param))
 
 
-def params_edited(trial: Trial, name: str) -> bool:
+def _part(value: Value | None, param: str | None) -> Value | None:
+    """A recorded value, narrowed to its module's parameter `param` when given."""
+    if param is None or value is None:
+        return value
+    if isinstance(value, ModuleValue):
+        return value.params.get(param)
+    if isinstance(value, DictValue):
+        found = value.items.get(param)
+        return found if isinstance(found, TensorValue) else None
+    return None
+
+
+def params_edited(trial: Trial, name: str, source: tuple[str, str | None] | None = None) -> bool:
     """The reference's `name` changed only in optimizer steps, the learner's did not
-    (set or changed by hand between or after the steps)."""
-    mine = params_explained(name, trial.learner.get(name), trial.learner_provenance)
+    (set or changed by hand between or after the steps). `source`: where the learner's
+    value came from, (name, module parameter), when not `name` itself (`module_param`:
+    the learner's `model.weight` checked against the reference's `w`)."""
+    held, param = source or (name, None)
+    mine = params_explained(held, trial.learner.get(held), trial.learner_provenance, param)
     if mine is not False:
         return False
     theirs = params_explained(name, trial.reference.get(name), trial.reference_provenance)

@@ -19,10 +19,11 @@ import secrets
 import signal
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from grader import diagnose
 from grader.cache import ReferenceCache, cache_key
 from grader.capture import (
     TENSOR_ELEMENTS,
@@ -33,6 +34,7 @@ from grader.capture import (
     validate_capture,
 )
 from grader.checks.integrity import limited
+from grader.checks.registry import run_check
 from grader.protocol import (
     FRAME_OVERHEAD_BYTES,
     PROTOCOL_VERSION,
@@ -93,7 +95,9 @@ def _envelope_limits(limits: Limits) -> dict[str, int]:
     }
 
 
-def reference_envelope(package: Package, seed: int) -> dict[str, Any]:
+def reference_envelope(
+    package: Package, seed: int, grad_scale: float | None = None
+) -> dict[str, Any]:
     manifest = package.manifest
     files = {"submission.py": package.solution}
     envelope: dict[str, Any] = {
@@ -106,6 +110,8 @@ def reference_envelope(package: Package, seed: int) -> dict[str, Any]:
     if manifest.kind == "function":
         files["cases.py"] = package.cases or ""
         envelope.update(entry=manifest.entry, seed=seed, trials=manifest.trials)
+    if grad_scale is not None:
+        envelope["grad_scale"] = grad_scale
     envelope["files"] = files
     return envelope
 
@@ -150,12 +156,21 @@ def reference_device(package: Package, device: str) -> str:
 
 
 def reference_capture(
-    package: Package, *, seed: int, device: str, sandbox: Sandbox, cache: ReferenceCache | None
+    package: Package,
+    *,
+    seed: int,
+    device: str,
+    sandbox: Sandbox,
+    cache: ReferenceCache | None,
+    grad_scale: float | None = None,
 ) -> Capture:
-    """The reference's capture, from the cache or from a fresh sandbox run."""
+    """The reference's capture, from the cache or from a fresh sandbox run (`grad_scale`:
+    the run with every gradient seed scaled, `scaled_reference`)."""
     where = reference_device(package, device)
     function = package.manifest.kind == "function"
     runtime = f"{sandbox.runtime_key(where)} harness-{publish.digest_of(PACKAGE_HARNESS)}"
+    if grad_scale is not None:
+        runtime += f" grad-scale-{grad_scale!r}"
     key = cache_key(package.content_hash, seed if function else None, runtime, where)
     if cache is not None:
         cached = cache.get(key)
@@ -164,7 +179,7 @@ def reference_capture(
                 return validate_capture(cached)
             except CaptureError:
                 pass
-    envelope = reference_envelope(package, seed)
+    envelope = reference_envelope(package, seed, grad_scale)
     run = run_envelope(sandbox, envelope, package.manifest.limits, where, f"reference-{key[:12]}")
     capture = _checked_reference(package, run)
     if cache is not None:
@@ -311,34 +326,179 @@ def grade_with_capture(
     sandbox: Sandbox,
     cache: ReferenceCache | None = None,
     reference: Capture | None = None,
+    scaled: ScaledReference | None = None,
 ) -> tuple[Report, Capture | None]:
     """`grade`, also returning the learner's validated capture (None without one).
-    `reference`: the reference's capture for this job's package, seed and device, when the
-    caller already holds it (package validation grades many files against one).
+    `reference` / `scaled`: the reference's captures for this job's package, seed and
+    device (`reference_capture`, `scaled_reference`), when the caller already holds them
+    (package validation grades many files against one).
 
     A script exercise of `device = "cuda"` runs twice on every worker, so that a GPU
     worker and a CPU worker give the same verdict: once on a machine with a GPU (the
     worker's GPU, or on a CPU worker the harness's stand-in GPU: envelope `stand_in`,
-    grader/harness/standin.py) and once without one (a sandbox without the GPU). Each
-    check passes only where it passes in both runs (`combine_device_runs`)."""
+    grader/harness/standin.py) and once without one (a sandbox without the GPU).
+
+    A script exercise whose reference values follow the gradients runs once more with
+    every gradient seed scaled (`scaled_reference`): a value typed in, or computed by
+    hand, is right at the fixed inputs but does not follow the scale (`not-from-autograd`).
+
+    Each check passes only where it passes in every run that judges it (`combine_runs`)."""
     package = job.package
     if reference is None:
         reference = reference_capture(
             package, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache
         )
+    if scaled is None:
+        scaled = scaled_reference(
+            package, reference, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache
+        )
     runs = device_runs(package, job.device)
     graded = [
-        _learner_report(job, reference, device, stand_in, sandbox, suffix)
+        _learner_report(job, reference, device, stand_in, sandbox, str(suffix or ""))
         for suffix, (device, stand_in) in enumerate(runs)
     ]
-    if len(graded) == 1:
-        return graded[0]
-    (with_gpu, capture), (without_gpu, _) = graded
-    return combine_device_runs(package, with_gpu, without_gpu), capture
+    capture = graded[0][1]
+    labelled: list[tuple[str, Report, frozenset[int] | None]] = [(WITH_GPU, graded[0][0], None)]
+    if len(graded) == 2:
+        labelled.append((WITHOUT_GPU, graded[1][0], None))
+    else:
+        labelled[0] = ("", graded[0][0], None)
+    if scaled.capture is not None and all(r.status == "graded" for _, r, _ in labelled):
+        report, learner = _learner_report(
+            job, scaled.capture, job.device, None, sandbox, "scaled", scaled.scale
+        )
+        report = followed_by_power(package, report, learner, reference, scaled)
+        labelled.append((SCALED, not_following(package, report, scaled.checks), scaled.checks))
+    if len(labelled) == 1:
+        return labelled[0][1], capture
+    return combine_runs(labelled), capture
 
 
 WITH_GPU = "on a machine with a GPU: "
 WITHOUT_GPU = "on a machine without a GPU: "
+SCALED = "in a second run with every gradient scaled: "
+GRAD_SCALE = 0.75  # exact in binary floating point: scaled exact values stay exact
+NOT_FOLLOWING = "not-from-autograd"
+
+
+@dataclass(frozen=True)
+class ScaledReference:
+    """The reference's run with every gradient seed scaled by `scale` (envelope
+    `grad_scale`, grader/harness/instrument.py), and the checks whose verdict it changes:
+    those the scaled capture fails against the plain one (their reference value follows
+    the gradients). `capture` is None where no check does, or for function exercises
+    (their hidden inputs already change every value a constant could match)."""
+
+    capture: Capture | None
+    checks: frozenset[int]
+    scale: float = GRAD_SCALE
+
+
+def scaled_reference(
+    package: Package,
+    reference: Capture,
+    *,
+    seed: int,
+    device: str,
+    sandbox: Sandbox,
+    cache: ReferenceCache | None,
+) -> ScaledReference:
+    """The scaled run's reference (see `ScaledReference`)."""
+    if package.manifest.kind != "script":
+        return ScaledReference(None, frozenset())
+    capture = reference_capture(
+        package, seed=seed, device=device, sandbox=sandbox, cache=cache, grad_scale=GRAD_SCALE
+    )
+    report = build_report(package, capture, reference, "", 0.0)
+    checks = frozenset(i for i, check in enumerate(report.checks) if not check.passed)
+    return ScaledReference(capture if checks else None, checks)
+
+
+POWERS = (1, 2, 3, 4)  # a value n chained gradient computations deep scales by scale ** n
+
+
+def followed_by_power(
+    package: Package,
+    report: Report,
+    learner: Capture | None,
+    reference: Capture,
+    scaled: ScaledReference,
+) -> Report:
+    """The scaled run's report, where each judged check it fails passes if the learner's
+    value is the plain reference's times `scale ** n` (POWERS): a second derivative or a
+    Hessian-vector product scales by the scale once per gradient computation in its
+    chain, and an honest chain may be longer or shorter than the reference's
+    (`torch.autograd.functional.hvp` takes three, `grad(g, w, grad_outputs=v)` two). A
+    value typed in or worked out by hand scales by no power at all."""
+    failing = [i for i in sorted(scaled.checks) if not report.checks[i].passed]
+    if not failing or learner is None or report.status != "graded":
+        return report
+    checks = list(report.checks)
+    for power in POWERS:
+        powered = scaled_values(reference, scaled.scale**power)
+        for index in list(failing):
+            outcome = run_check(package.manifest.checks[index], learner, powered)
+            if outcome.passed:
+                checks[index] = replace(
+                    checks[index],
+                    passed=True,
+                    score=checks[index].max_score,
+                    message=outcome.message,
+                    diagnosis="",
+                    hint="",
+                )
+                failing.remove(index)
+    return replace(report, checks=tuple(checks))
+
+
+FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
+def scaled_values(capture: Capture, factor: float) -> Capture:
+    """`capture` with every floating-point value of its captured names (tensors, their
+    grads, numbers, inside lists and dicts) multiplied by `factor`."""
+    raw = json.loads(json.dumps(dict(capture.raw)))
+    variables = raw.get("variables") or {}
+    raw["variables"] = {name: _times(value, factor) for name, value in variables.items()}
+    return validate_capture(raw)
+
+
+def _times(value: Any, factor: float) -> Any:
+    if not isinstance(value, dict):
+        return value
+    kind = value.get("kind")
+    if kind == "tensor" and value.get("dtype") in FLOAT_DTYPES:
+        value["data"] = [_product(v, factor) for v in value.get("data", [])]
+        if isinstance(value.get("grad"), dict):
+            value["grad"] = _times(value["grad"], factor)
+    elif kind == "number":
+        value["value"] = _product(value.get("value"), factor)
+    elif kind == "list":
+        value["items"] = [_times(item, factor) for item in value.get("items", [])]
+    elif kind == "dict":
+        value["items"] = {k: _times(v, factor) for k, v in value.get("items", {}).items()}
+    return value
+
+
+def _product(value: Any, factor: float) -> Any:
+    """A JSON-encoded float times `factor` (NaN and infinities, encoded as text, and
+    integers of a number value stay as they are)."""
+    if isinstance(value, float):
+        return value * factor
+    return value
+
+
+def not_following(package: Package, report: Report, checks: frozenset[int]) -> Report:
+    """The scaled run's report, each failing check of `checks` named `not-from-autograd`
+    (it passed at the fixed inputs, or an earlier run's failure is the one reported)."""
+    found = diagnose.describe(NOT_FOLLOWING, {})
+    named = []
+    for index, check in enumerate(report.checks):
+        if index in checks and not check.passed:
+            data = {**check.data, "diagnosis_title": found.title}
+            check = replace(check, diagnosis=found.slug, hint=found.hint, data=data)
+        named.append(check)
+    return replace(report, checks=tuple(named))
 
 
 def device_runs(package: Package, device: str) -> list[tuple[str, str | None]]:
@@ -353,28 +513,38 @@ def device_runs(package: Package, device: str) -> list[tuple[str, str | None]]:
 
 
 def combine_device_runs(package: Package, with_gpu: Report, without_gpu: Report) -> Report:
-    """One report from the runs with and without a GPU: a failed run fails the whole
-    (its message says which machine); otherwise each check keeps the first failure."""
-    flags = limited([*with_gpu.integrity_flags, *without_gpu.integrity_flags])
-    duration = round(with_gpu.duration_s + without_gpu.duration_s, 3)
-    for report, where in ((with_gpu, WITH_GPU), (without_gpu, WITHOUT_GPU)):
+    """One report from the runs with and without a GPU (`combine_runs`)."""
+    return combine_runs([(WITH_GPU, with_gpu, None), (WITHOUT_GPU, without_gpu, None)])
+
+
+def combine_runs(runs: Sequence[tuple[str, Report, frozenset[int] | None]]) -> Report:
+    """One report from several runs of one submission, each (label, report, the indices
+    of the checks it judges; None: all): a failed run fails the whole (its message starts
+    with its label); otherwise each check keeps the first failure of a run that judges
+    it, its message prefixed with that run's label. The first run judges every check."""
+    first = runs[0][1]
+    flags = limited([flag for _, report, _ in runs for flag in report.integrity_flags])
+    duration = round(sum(report.duration_s for _, report, _ in runs), 3)
+    for label, report, _ in runs:
         if report.status != "graded":
-            message = where + report.message
+            message = label + report.message
             return replace(report, message=message, integrity_flags=flags, duration_s=duration)
     checks = []
-    for gpu, plain in zip(with_gpu.checks, without_gpu.checks, strict=True):
-        if not gpu.passed:
-            checks.append(replace(gpu, message=WITH_GPU + gpu.message))
-        elif not plain.passed:
-            checks.append(replace(plain, message=WITHOUT_GPU + plain.message))
-        else:
-            checks.append(gpu)
+    for index, check in enumerate(first.checks):
+        for label, report, judged in runs:
+            if judged is not None and index not in judged:
+                continue
+            mine = report.checks[index]
+            if not mine.passed:
+                check = replace(mine, message=label + mine.message)
+                break
+        checks.append(check)
     score = sum(c.score for c in checks)
-    exception = with_gpu.exception or without_gpu.exception
+    exception = next((r.exception for _, r, _ in runs if r.exception), None)
     return replace(
-        with_gpu,
+        first,
         score=score,
-        passed=score == with_gpu.max_score,
+        passed=score == first.max_score,
         checks=tuple(checks),
         exception=exception,
         integrity_flags=flags,
@@ -388,16 +558,20 @@ def _learner_report(
     device: str,
     stand_in: str | None,
     sandbox: Sandbox,
-    suffix: int,
+    suffix: str,
+    grad_scale: float | None = None,
 ) -> tuple[Report, Capture | None]:
-    """Runs the learner's code once (on `device`, with a stand-in GPU when asked)."""
+    """Runs the learner's code once (on `device`, with a stand-in GPU and every gradient
+    seed scaled by `grad_scale` when asked)."""
     package = job.package
     limits = package.manifest.limits
     runtime = sandbox.runtime_key(job.device)
     envelope = learner_envelope(package, job.code, reference)
     if stand_in is not None:
         envelope["stand_in"] = stand_in
-    job_id = job.job_id if suffix == 0 else f"{job.job_id}-{suffix}"
+    if grad_scale is not None:
+        envelope["grad_scale"] = grad_scale
+    job_id = f"{job.job_id}-{suffix}" if suffix else job.job_id
     started = time.perf_counter()
     run = run_envelope(sandbox, envelope, limits, device, job_id)
     duration = time.perf_counter() - started

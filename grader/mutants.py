@@ -20,8 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.cache import ReferenceCache
-from grader.capture import Capture, TensorValue
-from grader.engine import DEV_SEED, GradeJob, grade_with_capture, reference_capture
+from grader.capture import Capture, ScalarValue, TensorValue
+from grader.engine import (
+    DEV_SEED,
+    GradeJob,
+    ScaledReference,
+    grade_with_capture,
+    reference_capture,
+    scaled_reference,
+)
 from grader.protocol import ExerciseError, Report
 from grader.sandbox.base import Sandbox
 from grader.spec import MANIFEST, Package, PackageError
@@ -384,6 +391,91 @@ class HandWrittenGrad(BlockMutator):
         return [ast.copy_location(s, statement) for s in ast.parse("\n".join(lines)).body]
 
 
+class TypedInValue(BlockMutator):
+    """A value the reference derives from a gradient (its assignment reads `.grad` or
+    calls `autograd.grad`) replaced by the reference's final value, typed in as a
+    literal: right at the exercise's fixed inputs, but it no longer follows the
+    gradients (the scaled run of grader.engine names it `not-from-autograd`)."""
+
+    name, summary = "typed-in-value", "a value derived from a gradient typed in as a literal"
+
+    def __init__(self, index: int, values: dict[str, str] | None = None) -> None:
+        super().__init__(index)
+        self.values = values or {}
+        self.assigned: dict[str, int] = {}
+
+    def visit_Module(self, node: ast.Module) -> ast.AST:
+        self.assigned = _assignment_counts(node)
+        return self.generic_visit(node)
+
+    def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        result: list[ast.stmt] = []
+        for statement in statements:
+            name = self.target(statement)
+            if name is not None and self.take(statement):
+                lines = ["import torch as _t", f"{name} = {self.values[name]}"]
+                result += [
+                    ast.copy_location(s, statement) for s in ast.parse("\n".join(lines)).body
+                ]
+            else:
+                result.append(statement)
+        return result
+
+    def target(self, statement: ast.stmt) -> str | None:
+        """The name `statement` assigns once in the module from a gradient (`name = ...`,
+        `(name,) = ...`), if typed-in text for its value is known."""
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            return None
+        target = statement.targets[0]
+        if isinstance(target, ast.Tuple | ast.List) and len(target.elts) == 1:
+            target = target.elts[0]  # (g,) = torch.autograd.grad(...)
+        if not isinstance(target, ast.Name) or target.id not in self.values:
+            return None
+        if self.assigned.get(target.id) != 1 or not _reads_gradient(statement.value):
+            return None
+        return target.id
+
+
+def _assignment_counts(tree: ast.Module) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.For):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    counts[name.id] = counts.get(name.id, 0) + 1
+    return counts
+
+
+def _reads_gradient(expr: ast.expr) -> bool:
+    """`expr` reads a `.grad` or calls a `grad` function (torch.autograd.grad)."""
+    return any(isinstance(node, ast.Attribute) and node.attr == "grad" for node in ast.walk(expr))
+
+
+def typed_in_values(capture: Capture, names: Sequence[str]) -> dict[str, str]:
+    """Python text for the reference's final value of each captured name that a learner
+    could type in: a complete tensor (not requiring grad) or a number."""
+    found: dict[str, str] = {}
+    for name in names:
+        value = capture.variables.get(name) if capture.variables else None
+        if isinstance(value, TensorValue) and value.complete and not value.requires_grad:
+            if value.numel <= TYPED_IN_ELEMENTS and value.device_type == "cpu":
+                data = list(value.data) if value.shape else value.data[0]
+                found[name] = (
+                    f"_t.tensor({data!r}, dtype=_t.{value.dtype}).reshape({list(value.shape)})"
+                )
+        elif isinstance(value, ScalarValue) and value.kind == "number":
+            found[name] = repr(value.value)
+    return found
+
+
+TYPED_IN_ELEMENTS = 100  # a larger value is not one anybody types in
+
+
 def _own_backward(statement: ast.stmt) -> bool:
     func = statement.value.func  # type: ignore[attr-defined]
     return not (isinstance(func.value, ast.Attribute) and func.value.attr == "autograd")
@@ -405,6 +497,7 @@ MUTATORS: tuple[type[SiteMutator], ...] = (
     HandWrittenGrad,
     DropRetainGrad,
     DropCreateGraph,
+    TypedInValue,
 )
 
 
@@ -438,9 +531,14 @@ def _sites(
         index += 1
 
 
-def generate(source: str, grads: dict[str, TensorValue] | None = None) -> list[Mutant]:
+def generate(
+    source: str,
+    grads: dict[str, TensorValue] | None = None,
+    values: dict[str, str] | None = None,
+) -> list[Mutant]:
     """Every mutant of `source`: each mutation at each site where it applies, skipping
-    those that unparse to the unmutated code."""
+    those that unparse to the unmutated code. `grads`: the reference's final `.grad`s
+    (`hand-written-grad`); `values`: typed-in text of its final values (`typed-in-value`)."""
     tree = ast.parse(source)
     original = ast.unparse(tree)
     mutants: list[Mutant] = []
@@ -450,6 +548,8 @@ def generate(source: str, grads: dict[str, TensorValue] | None = None) -> list[M
         def build(index: int, kind: type[SiteMutator] = kind) -> SiteMutator:
             if kind is HandWrittenGrad:
                 return HandWrittenGrad(index, grads)
+            if kind is TypedInValue:
+                return TypedInValue(index, values)
             return kind(index)
 
         for mutator, mutated in _sites(tree, build):
@@ -531,6 +631,7 @@ class MutantPlan:
     reference: Capture
     mutants: tuple[Mutant, ...]
     declared: dict[str, str]
+    scaled: ScaledReference | None = None  # None: judge() runs the scaled reference itself
 
     def stale_declarations(self) -> list[str]:
         """Declared equivalents that name no generated mutant (the solution changed)."""
@@ -538,10 +639,15 @@ class MutantPlan:
         return sorted(name for name in self.declared if name not in names)
 
 
-def plan_mutants(package: Package, reference: Capture) -> MutantPlan:
-    grads = reference_grads(reference, package.manifest.names) if reference.kind == "script" else {}
-    mutants = tuple(generate(package.solution, grads))
-    return MutantPlan(package, reference, mutants, equivalent_mutants(package))
+def plan_mutants(
+    package: Package, reference: Capture, scaled: ScaledReference | None = None
+) -> MutantPlan:
+    script = reference.kind == "script"
+    names = package.manifest.names
+    grads = reference_grads(reference, names) if script else {}
+    values = typed_in_values(reference, names) if script else {}
+    mutants = tuple(generate(package.solution, grads, values))
+    return MutantPlan(package, reference, mutants, equivalent_mutants(package), scaled)
 
 
 def judge(
@@ -551,7 +657,9 @@ def judge(
     A sandbox fault (InfrastructureError) propagates: the caller retries."""
     job = GradeJob(package=plan.package, code=mutant.source, seed=seed, device=device)
     try:
-        report, _ = grade_with_capture(job, sandbox=sandbox, reference=plan.reference)
+        report, _ = grade_with_capture(
+            job, sandbox=sandbox, reference=plan.reference, scaled=plan.scaled
+        )
     except ExerciseError as error:
         return MutantResult(mutant, "error", str(error))
     return classify(report, mutant, plan.declared)
@@ -568,7 +676,10 @@ def run_mutants(
 ) -> list[MutantResult]:
     """Generates and grades every mutant of the package's reference solution."""
     reference = reference_capture(package, seed=seed, device=device, sandbox=sandbox, cache=cache)
-    plan = plan_mutants(package, reference)
+    scaled = scaled_reference(
+        package, reference, seed=seed, device=device, sandbox=sandbox, cache=cache
+    )
+    plan = plan_mutants(package, reference, scaled)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(
             pool.map(

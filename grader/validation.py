@@ -16,7 +16,14 @@ from dataclasses import dataclass
 
 from grader.cache import ReferenceCache
 from grader.capture import Capture
-from grader.engine import DEV_SEED, GradeJob, grade_with_capture, reference_capture
+from grader.engine import (
+    DEV_SEED,
+    GradeJob,
+    ScaledReference,
+    grade_with_capture,
+    reference_capture,
+    scaled_reference,
+)
 from grader.mutants import MutantPlan, MutantResult, diff, judge, plan_mutants
 from grader.protocol import ExerciseError, Report
 from grader.sandbox.base import Sandbox
@@ -127,7 +134,10 @@ def validate_package(
         reference = reference_capture(
             package, seed=seed, device="cpu", sandbox=sandbox, cache=cache
         )
-        solution, _ = _grade(package, package.solution, reference, sandbox, seed)
+        scaled = scaled_reference(
+            package, reference, seed=seed, device="cpu", sandbox=sandbox, cache=cache
+        )
+        solution, _ = _grade(package, package.solution, (reference, scaled), sandbox, seed)
     except ExerciseError as error:
         item = ValidationItem("reference", "solution.py", False, "full score", str(error))
         return Validation(package.slug, (item,))
@@ -139,10 +149,10 @@ def validate_package(
 
     def judge_file(run: tuple[str, str, str]) -> ValidationItem:
         kind, file, diagnosis = run
-        report, capture = _grade(package, package.files[file], reference, sandbox, seed)
+        report, capture = _grade(package, package.files[file], (reference, scaled), sandbox, seed)
         return _item(kind, file, diagnosis, full, report, capture)
 
-    plan = plan_mutants(package, reference) if mutants else None
+    plan = plan_mutants(package, reference, scaled) if mutants else None
 
     def task(index: int) -> ValidationItem | MutantResult:
         if index < len(runs):
@@ -191,10 +201,15 @@ def _partial(
 
 
 def _grade(
-    package: Package, code: str, reference: Capture, sandbox: Sandbox, seed: int
+    package: Package,
+    code: str,
+    references: tuple[Capture, ScaledReference],
+    sandbox: Sandbox,
+    seed: int,
 ) -> tuple[Report, Capture | None]:
     job = GradeJob(package=package, code=code, seed=seed)
-    return grade_with_capture(job, sandbox=sandbox, reference=reference)
+    reference, scaled = references
+    return grade_with_capture(job, sandbox=sandbox, reference=reference, scaled=scaled)
 
 
 def _item(

@@ -66,14 +66,24 @@ class GraphOptions(CheckOptions):
 def learner_value(trial: Trial, target: str, options: ValueOptions) -> Value | Missing:
     """The learner's value of `target`, or, where it holds no tensor, the parameter that
     `module_param` names ("model.weight": the `weight` of the module held by `model`)."""
+    holder, param = learner_source(trial, target, options)
+    got = trial.got(holder)
+    if param is not None and isinstance(got, ModuleValue):
+        return got.params[param]
+    return got
+
+
+def learner_source(trial: Trial, target: str, options: ValueOptions) -> tuple[str, str | None]:
+    """Where the learner's value of `target` is read: (target, None), or (the module's
+    name, its parameter) where `module_param` applies (`learner_value`)."""
     got = trial.got(target)
     if options.module_param is None or isinstance(got, TensorValue):
-        return got
+        return target, None
     holder, param = options.module_param.split(".", 1)
     module = trial.got(holder)
     if isinstance(module, ModuleValue) and param in module.params:
-        return module.params[param]
-    return got
+        return holder, param
+    return target, None
 
 
 def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
@@ -86,7 +96,7 @@ def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         if isinstance(got, Missing):
             return failed(f"{target} is not defined", "missing-name")
         diff = compare_values(got, want, tolerance)
-        edited = diagnose.params_edited(trial, target)
+        edited = diagnose.params_edited(trial, target, learner_source(trial, target, options))
         if diff is None and edited:
             return failed(
                 f"{target} has the expected value, but not the one the last optimizer step "

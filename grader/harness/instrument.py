@@ -15,6 +15,13 @@ root's graph node (or on a leaf root's gradient accumulation, or on the `inputs=
 leaves) must fire. A call that returned, changed the tracked gradients (or returned
 gradients) and fired none is reported as `autograd-not-run`: something below the
 wrappers was replaced.
+
+A run with a gradient scale (the envelope's `"grad_scale"`, script jobs only) multiplies
+every gradient seed of the learner's calls by it before the original runs: the implicit
+1.0 of a scalar root, an explicit `gradient=` / `grad_tensors=` / `grad_outputs=`
+(floating-point tensors only; anything else is passed on untouched, so every error the
+call would raise stays the same). Every gradient autograd computes then follows the
+scale, and so does every value derived from one; a value typed in does not.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ class Recorder:
         self.steps_truncated = False
         self.last_step: dict[str, Any] | None = None
         self._before_step: dict[str, Any] | None = None
+        self.grad_scale: float | None = None  # the seeds' factor (module docstring)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -191,6 +199,8 @@ class Recorder:
         call["grads_before"] = self._grads() if with_grads else {}
         self.calls.append(call)
         evidence = Evidence(api, root, bound)
+        if self.grad_scale is not None and bound:
+            args, kwargs = (), scaled_seeds(api, dict(bound), self.grad_scale)
         try:
             result = original(*args, **kwargs)
         except BaseException as error:
@@ -272,6 +282,45 @@ class Recorder:
                 except Exception:
                     grads[name] = None
         return grads
+
+
+SEEDS = {"Tensor.backward": ("self", "gradient"), "autograd.backward": ("tensors", "grad_tensors"),
+         "autograd.grad": ("outputs", "grad_outputs")}  # fmt: skip
+
+
+def scaled_seeds(api: str, bound: dict[str, Any], scale: float) -> dict[str, Any]:
+    """The call's arguments (by name) with every gradient seed multiplied by `scale`."""
+    root_name, seed_name = SEEDS[api]
+    roots, seeds = bound.get(root_name), bound.get(seed_name)
+    single = isinstance(roots, torch.Tensor)
+    listed = [roots] if single else roots
+    if not isinstance(listed, list | tuple) or not all(isinstance(r, torch.Tensor) for r in listed):
+        return bound
+    if seeds is None:
+        given: list[Any] = [None] * len(listed)
+    elif isinstance(seeds, torch.Tensor):
+        given = [seeds]
+    elif isinstance(seeds, list | tuple):
+        given = list(seeds)
+    else:
+        return bound
+    if len(given) != len(listed):
+        return bound
+    scaled = [_scaled_seed(r, s, scale) for r, s in zip(listed, given, strict=True)]
+    bound[seed_name] = scaled[0] if single and not isinstance(seeds, list | tuple) else scaled
+    return bound
+
+
+def _scaled_seed(root: torch.Tensor, seed: Any, scale: float) -> Any:
+    """`seed` times `scale`; None: the implicit 1.0, where torch would make one (a scalar
+    floating-point root that requires grad)."""
+    if seed is None:
+        if root.numel() == 1 and root.requires_grad and root.is_floating_point():
+            return torch.full_like(root, scale, memory_format=torch.preserve_format)
+        return None
+    if isinstance(seed, torch.Tensor) and seed.is_floating_point():
+        return seed * scale
+    return seed
 
 
 class Evidence:

@@ -172,6 +172,9 @@ class Runner:
         casework.install_watchers()
         if self.envelope.get("stand_in") == "cuda" and self.envelope["kind"] == "script":
             self.device_mode, values.device_name = standin.install()
+        scale = self.envelope.get("grad_scale")
+        if isinstance(scale, float) and self.envelope["kind"] == "script":
+            self.recorder.grad_scale = scale  # every gradient seed scaled (instrument.py)
         modules = [casework, channel, confine, guard, instrument, values, standin]
         modules.append(sys.modules[__name__])
         spaces = guard.watched_namespaces(modules)

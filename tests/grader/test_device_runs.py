@@ -1,12 +1,20 @@
 """Same verdict on every worker: a script exercise of `device = "cuda"` is graded with a
 GPU (real, or the harness's stand-in on a CPU worker) and without one, and each check
-passes only where it passes in both (grader.engine.device_runs, combine_device_runs)."""
+passes only where it passes in both (grader.engine.device_runs, combine_device_runs); the
+scaled-gradient run joins the same way, judging only its own checks (combine_runs)."""
 
 from __future__ import annotations
 
 from grading_helpers import package_at
 
-from grader.engine import WITH_GPU, WITHOUT_GPU, combine_device_runs, device_runs
+from grader.engine import (
+    SCALED,
+    WITH_GPU,
+    WITHOUT_GPU,
+    combine_device_runs,
+    combine_runs,
+    device_runs,
+)
 from grader.protocol import CheckResult, IntegrityFlag, Report
 
 
@@ -65,3 +73,21 @@ def test_a_failed_run_fails_the_whole_and_says_on_which_machine() -> None:
     combined = combine_device_runs(package, report(check("a", True), check("b", True)), failed)
     assert combined.status == "failed"
     assert combined.message == WITHOUT_GPU + "time limit of 20 s exceeded"
+
+
+def test_a_run_that_judges_some_checks_only_fails_those() -> None:
+    """The scaled run judges only the checks whose reference value follows the gradients:
+    its failure of another check is ignored, its failure of a judged one is kept."""
+    plain = report(check("a", True), check("b", True))
+    scaled = report(check("a", False, "typed in"), check("b", False, "other"))
+    combined = combine_runs([("", plain, None), (SCALED, scaled, frozenset({0}))])
+    assert [c.passed for c in combined.checks] == [False, True]
+    assert combined.checks[0].message == SCALED + "typed in"
+    assert combined.score == 5.0 and not combined.passed
+
+
+def test_the_first_failure_wins_over_the_scaled_runs() -> None:
+    plain = report(check("a", False, "wrong"), check("b", True))
+    scaled = report(check("a", False, "typed in"), check("b", True))
+    combined = combine_runs([("", plain, None), (SCALED, scaled, frozenset({0, 1}))])
+    assert combined.checks[0].message == "wrong"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 import pytest
+from grading_helpers import script_capture, tensor
 
 from grader.capture import TensorValue
 from grader.mutants import (
@@ -26,11 +27,13 @@ from grader.mutants import (
     MutantResult,
     SiteMutator,
     StepBeforeBackward,
+    TypedInValue,
     UpdateOutsideNoGrad,
     classify,
     diff,
     equivalent_mutants,
     generate,
+    typed_in_values,
 )
 from grader.protocol import CheckResult, Report
 from grader.spec import Package, PackageError
@@ -311,3 +314,40 @@ def test_the_summary_counts_the_mutants_and_shows_each_survivors_diff() -> None:
     assert "    -y = x - 1\n    +y = (x - 1).detach()" in text
     stale = _validation("caught", stale=("flip-sign@9",)).summary()
     assert "flip-sign@9: declared equivalent, but no such mutant is made" in stale
+
+
+def typed_in(source: str, values: dict[str, str]) -> list[str]:
+    found = generate(source, values=values)
+    return [m.source.strip() for m in found if m.mutation == TypedInValue.name]
+
+
+def test_typed_in_value_replaces_a_value_read_from_a_gradient_with_its_literal() -> None:
+    values = {"accumulated": "_t.tensor(12.0, dtype=_t.float32).reshape([])", "d": "18.0"}
+    source = "y.backward()\naccumulated = x.grad.clone()\n(d,) = torch.autograd.grad(g, x)\n"
+    assert typed_in(source, values) == [
+        "y.backward()\nimport torch as _t\n"
+        "accumulated = _t.tensor(12.0, dtype=_t.float32).reshape([])\n"
+        "d, = torch.autograd.grad(g, x)",
+        "y.backward()\naccumulated = x.grad.clone()\nimport torch as _t\nd = 18.0",
+    ]
+
+
+def test_typed_in_value_skips_values_not_read_from_a_gradient_or_assigned_twice() -> None:
+    values = {"a": "1.0", "b": "2.0", "c": "3.0"}
+    source = "a = x * 2\nb = x.grad\nb = b + 1\nfor c in [x.grad]:\n    pass\n"
+    assert typed_in(source, values) == []
+
+
+def test_typed_in_values_are_the_references_small_plain_tensors_and_numbers() -> None:
+    capture = script_capture(
+        {
+            "acc": tensor([12.0], []),
+            "tracked": tensor([1.0], [], requires_grad=True),
+            "big": tensor([0.0] * 101, [101]),
+            "n": {"kind": "number", "value": 2.5},
+        }
+    )
+    assert typed_in_values(capture, ["acc", "tracked", "big", "n", "absent"]) == {
+        "acc": "_t.tensor(12.0, dtype=_t.float32).reshape([])",
+        "n": "2.5",
+    }

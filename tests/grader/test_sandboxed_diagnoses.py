@@ -186,6 +186,14 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
         {"learned w": "params-edited", "learned b": "params-edited"},
     ),
     (
+        "not-from-autograd",
+        "gradient-accumulation",
+        HEADER + "x = torch.tensor(3.0, requires_grad=True)\n"
+        "(x**2).backward()\n(x**2).backward()\naccumulated = torch.tensor(12.0)\n"
+        "x.grad.zero_()\n",
+        {"accumulated": "not-from-autograd"},
+    ),
+    (
         "full-jacobian",
         "vector-jacobian-product",
         "import torch\n\n\ndef vjp(f, x, v):\n"
@@ -292,6 +300,15 @@ def no_step(steps: int) -> str:
     )
 
 
+# The course notes' nn.Linear, trained until the loss is below 0.001, then its parameters
+# set by hand: read through module_param, they are still params-edited.
+LINEAR_THEN_FILLED = (
+    exercise_file("training-loop", "alternatives/nn-linear-course-notes.py").replace(
+        "range(1500)", "range(150)"
+    )
+    + "with torch.no_grad():\n    model.weight.fill_(2.0)\n    model.bias.fill_(1.0)\n"
+)
+
 # (package, code, check name, diagnosis of that check)
 ON_META = (
     exercise_file("device-agnostic-training", "solution.py")
@@ -300,6 +317,8 @@ ON_META = (
 )
 
 NAMED_CHECK_CASES: list[tuple[str, str, str, str]] = [
+    ("training-loop", LINEAR_THEN_FILLED, "learned w is close to 2", "params-edited"),
+    ("training-loop", LINEAR_THEN_FILLED, "learned b is close to 1", "params-edited"),
     (
         "retain-grad",
         exercise_file("retain-grad", "starter.py"),
