@@ -358,11 +358,10 @@ def grade_with_capture(
         for suffix, (device, stand_in) in enumerate(runs)
     ]
     capture = graded[0][1]
-    labelled: list[tuple[str, Report, frozenset[int] | None]] = [(WITH_GPU, graded[0][0], None)]
-    if len(graded) == 2:
-        labelled.append((WITHOUT_GPU, graded[1][0], None))
-    else:
-        labelled[0] = ("", graded[0][0], None)
+    labels = [WITH_GPU, WITHOUT_GPU] if len(graded) == 2 else [""]
+    labelled: list[tuple[str, Report, frozenset[int] | None]] = [
+        (label, report, None) for label, (report, _) in zip(labels, graded, strict=True)
+    ]
     if scaled.capture is not None and all(r.status == "graded" for _, r, _ in labelled):
         report, learner = _learner_report(
             job, scaled.capture, job.device, None, sandbox, "scaled", scaled.scale

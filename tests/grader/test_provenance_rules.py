@@ -233,6 +233,41 @@ def test_parameters_changed_between_two_steps_are_named() -> None:
     assert run("value", learner, reference, "w").diagnosis == "params-edited"
 
 
+def model_step(index: int, before: tuple[float, float], after: tuple[float, float]) -> Any:
+    def params(values: tuple[float, float]) -> dict[str, Any]:
+        weight, bias = values
+        return {"kind": "dict", "items": {"weight": grad_of(weight), "bias": grad_of(bias)}}
+
+    return {"index": index, "before": {"model": params(before)}, "after": {"model": params(after)}}
+
+
+def trained_model(final: tuple[float, float], steps: list[dict[str, Any]]) -> Any:
+    """An nn.Linear-like module `model` trained in `steps`, holding `final` at the end."""
+    weight, bias = final
+    model = {
+        "kind": "module",
+        "type": "Linear",
+        "params": {
+            "weight": scalar(weight, requires_grad=True),
+            "bias": scalar(bias, requires_grad=True),
+        },
+    }
+    capture = script_capture({"model": model}, [traced(graph=["model"])])
+    log = {"calls": 1, "steps": steps, "last_step": steps[-1]}
+    return with_fields(capture, provenance=log, optimizer_steps=len(steps))
+
+
+def test_a_models_parameter_set_by_hand_is_named_through_module_param() -> None:
+    """model.weight read for the reference's w: its own steps judge it, not the bias's."""
+    reference = trained(2.0, [step(0, 0.0, 1.0), step(1, 1.0, 2.0)])
+    steps = [model_step(0, (0.0, 0.0), (0.5, 0.2)), model_step(1, (0.5, 0.2), (1.0, 0.4))]
+    learner = trained_model((2.0, 0.4), steps)
+    outcome = run("value", learner, reference, "w", module_param="model.weight")
+    assert (outcome.passed, outcome.diagnosis) == (False, "params-edited")
+    honest = trained_model((2.0, 9.9), [*steps[:1], model_step(1, (0.5, 0.2), (2.0, 9.9))])
+    assert run("value", honest, reference, "w", module_param="model.weight").passed
+
+
 def test_updates_by_hand_are_fine_where_the_reference_uses_no_optimizer() -> None:
     reference = script_capture({"w": scalar(2.0, requires_grad=True)}, [traced(graph=["w"])])
     learner = trained(2.0, [step(0, 0.0, 0.5)])
