@@ -13,6 +13,8 @@ Measures, through the real sandbox:
   - the sandbox alone: start-to-exit of an empty job, without torch (a harness that only
     reads its stdin) and with the real harness on an empty submission (imports torch),
     in a cold sandbox and (bubblewrap) forked by the zygote;
+  - (bubblewrap, when a Docker Engine is reachable) the same sandbox job in the Docker
+    backend: a container per job against the zygote container (docker_zygote.py);
   - (bubblewrap) throughput: gradings a minute (reference cache warm) with CONCURRENCY
     graders at once, each with its own backend as each Celery worker process has, for
     the cold, warm-spare and zygote paths, and the ratios.
@@ -36,10 +38,11 @@ from pathlib import Path
 
 from grader.cache import ReferenceCache
 from grader.engine import GradeJob, grade
-from grader.protocol import Limits, RunStatus, SandboxRequest
+from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest
 from grader.sandbox import get_backend
 from grader.sandbox.base import Sandbox
 from grader.sandbox.bubblewrap import BubblewrapSandbox
+from grader.sandbox.docker import DockerSandbox
 from grader.spec import Package, load_package
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     for figures in _measure(package, sandbox, args.runs, args.device):
         print(figures.line(), flush=True)
     if sandbox.name == "bubblewrap":
+        _print_docker(package, args.runs, args.device)
         print(f"\ngradings a minute, {CONCURRENCY} at once, reference cache warm", flush=True)
         rates = {}
         for path in ("cold", "warm", "zygote"):
@@ -80,6 +84,28 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{path:<46}{rates[path]:>10.0f}", flush=True)
         ratios = ", ".join(f"{p} {rates['zygote'] / rates[p]:.1f}x" for p in ("cold", "warm"))
         print(f"zygote against {ratios}")
+
+
+def _print_docker(package: Package, runs: int, device: str) -> None:
+    """The sandbox job in the Docker backend, cold and zygote, and their ratio; a line
+    saying why not where no Engine (or image) is there."""
+    cold, zygote = DockerSandbox(), DockerSandbox(zygote=True)
+    try:
+        print(f"\n{cold.runtime_key(device)}", flush=True)
+    except InfrastructureError as why:
+        print(f"\ndocker: not measured ({why})", flush=True)
+        return
+    try:
+        medians = []
+        for label, backend in (("cold", cold), ("zygote", zygote)):
+            job = _empty_submission(backend, package, device)  # starts the zygote
+            label = f"sandbox, real harness, empty submission, docker {label}"
+            figures = Figures(label, _times(job, runs))
+            medians.append(statistics.median(figures.seconds))
+            print(figures.line(), flush=True)
+        print(f"docker zygote against docker cold {medians[0] / medians[1]:.1f}x (median)")
+    finally:
+        zygote.close()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,7 +150,7 @@ def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iter
         yield Figures("grade, reference cache warm (1 sandbox run)", _times(warm, runs))
         if sandbox.name == "bubblewrap":
             yield _warm_sandbox_figures(package, code, warm_cache, runs, device)
-            yield _zygote_figures(package, code, warm_cache, runs, device)
+        yield _zygote_figures(package, code, _zygote_backend(sandbox), warm_cache, runs, device)
     if sandbox.name == "bubblewrap":  # other backends bake their harness into the image
         with _empty_harness() as harness:
             empty = get_backend("bubblewrap", harness_dir=harness)
@@ -132,20 +158,30 @@ def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iter
             yield Figures("sandbox, empty job, no torch import", _times(job, runs))
     submission = _empty_submission(sandbox, package, device)
     yield Figures("sandbox, real harness, empty submission", _times(submission, runs))
-    if sandbox.name == "bubblewrap":
-        zygote = BubblewrapSandbox(zygote=True)
-        try:
-            forked = _empty_submission(zygote, package, device)  # starts the zygote
-            yield Figures("sandbox, real harness, empty submission, zygote", _times(forked, runs))
-        finally:
-            zygote.close()
+    zygote = _zygote_backend(sandbox)
+    try:
+        forked = _empty_submission(zygote, package, device)  # starts the zygote
+        yield Figures("sandbox, real harness, empty submission, zygote", _times(forked, runs))
+    finally:
+        zygote.close()
+
+
+def _zygote_backend(sandbox: Sandbox) -> BubblewrapSandbox | DockerSandbox:
+    """A backend like `sandbox`, in zygote mode."""
+    if isinstance(sandbox, DockerSandbox):
+        return DockerSandbox(image=sandbox.image, gpu=sandbox.gpu, zygote=True)
+    return BubblewrapSandbox(zygote=True)
 
 
 def _zygote_figures(
-    package: Package, code: str, cache: ReferenceCache, runs: int, device: str
+    package: Package,
+    code: str,
+    zygote: BubblewrapSandbox | DockerSandbox,
+    cache: ReferenceCache,
+    runs: int,
+    device: str,
 ) -> Figures:
     """Each job forked by the zygote (torch imported once, before the first job)."""
-    zygote = BubblewrapSandbox(zygote=True)
     try:
         _grade_ok(package, code, zygote, cache, device)  # the first one starts the zygote
 

@@ -89,18 +89,12 @@ sys.stderr.flush()
 os._exit(status)
 """
 READY_MARKER = b"12"  # "1" from pid 1 (bwrap's setup worked), "2" from python (torch loaded)
-# Limits of the fallback without cgroups.
-RLIMIT_ADDRESS_SPACE_HEADROOM_MB = 1024  # torch maps more than it touches
 
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_ENV = {"PATH": HOST_PATH, "LANG": "C.UTF-8"}  # nothing of the worker's environment
 NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 
 # Joins the job's cgroups (as the worker), then execs the rest of the chain.
-# After a zygote failed to start, jobs run cold for this long before it is tried again.
-ZYGOTE_RETRY_S = 60.0
-ZYGOTE_ATTEMPTS = 2  # a job the zygote failed to start is given to a fresh one, once
-
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 
 
@@ -151,9 +145,7 @@ class BubblewrapSandbox:
         self._spare: _Started | None = None
         self.zygote = zygote
         self.zygote_jobs = zygote_jobs
-        self._zygote: zygotes.Zygote | None = None
-        self._zygote_lock = threading.Lock()
-        self._zygote_retry_at = 0.0
+        self._zygotes = zygotes.ZygoteSlot(self._start_zygote, zygote_jobs)
         weakref.finalize(self, _discard_spare, self.__dict__)
 
     # --- the Sandbox interface -----------------------------------------------------------
@@ -196,40 +188,18 @@ class BubblewrapSandbox:
 
     def zygote_pid(self) -> int | None:
         """The host pid of the running zygote's chain (its outer bwrap), if any."""
-        with self._zygote_lock:
-            current = self._zygote
-        return current.process.pid if current is not None and current.alive() else None
+        return self._zygotes.pid()
 
     def _ready_zygote(self, tools: _Tools, *, for_job: bool = True) -> zygotes.Zygote | None:
-        """The running zygote, replaced when dead, worn out or out of date; None when none
-        can start (the job then runs cold)."""
-        identity = zygotes.ZygoteIdentity(
+        return self._zygotes.ready(self._zygote_identity(tools), for_job=for_job)
+
+    def _zygote_identity(self, tools: _Tools) -> zygotes.ZygoteIdentity:
+        return zygotes.ZygoteIdentity(
             tools.harness, runtime.fingerprint(self.runtime_dir), self._host_uid()
         )
-        with self._zygote_lock:
-            current = self._zygote
-            if current is not None and (
-                not current.alive()
-                or current.jobs >= self.zygote_jobs
-                or current.identity != identity
-            ):
-                self._zygote = None
-                current.stop()
-                current = None
-            if current is None:
-                if time.monotonic() < self._zygote_retry_at:
-                    return None
-                try:
-                    current = self._start_zygote(tools, identity)
-                except InfrastructureError as error:
-                    log.warning("no zygote (jobs run in cold sandboxes for now): %s", error)
-                    self._zygote_retry_at = time.monotonic() + ZYGOTE_RETRY_S
-                    return None
-                self._zygote = current
-            current.jobs += for_job
-            return current
 
-    def _start_zygote(self, tools: _Tools, identity: zygotes.ZygoteIdentity) -> zygotes.Zygote:
+    def _start_zygote(self, identity: zygotes.ZygoteIdentity) -> zygotes.Zygote:
+        tools = self._tools()
         group = self._open_named_cgroup(cgroups.job_name("zygote"), zygotes.ZYGOTE_LIMITS)
         control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         job_filter, zygote_filter = -1, -1
@@ -278,73 +248,17 @@ class BubblewrapSandbox:
     def _run_forked(
         self, tools: _Tools, request: SandboxRequest, device_note: str
     ) -> SandboxResult | None:
-        """The job, forked by the zygote (a new one if it fails to start the job); None
-        when no zygote can start (the job then runs cold)."""
-        for attempt in range(ZYGOTE_ATTEMPTS):
-            serving = self._ready_zygote(tools)
-            if serving is None:
-                return None
-            try:
-                return self._run_in_zygote(serving, request, device_note)
-            except zygotes.ZygoteFailed:
-                self._drop_zygote(serving)
-                if attempt + 1 == ZYGOTE_ATTEMPTS:
-                    raise
-        return None
-
-    def _run_in_zygote(
-        self, serving: zygotes.Zygote, request: SandboxRequest, device_note: str
-    ) -> SandboxResult:
-        group = self._open_cgroup(request.job_id, request.limits)
-        try:
-            job = serving.fork(self._zygote_header(request.limits, group), group)
-            try:
-                outcome = exchange(
-                    job,
-                    stdin=request.stdin,
-                    timeout_s=request.limits.wall_seconds,
-                    stdout_cap=common.stdout_cap(request.limits),
-                    stderr_cap=common.STDERR_CAP_BYTES,
-                    kill=lambda: job.kill(group),
-                )
-            finally:
-                job.kill(group)  # nothing outlives its job, even a detached child
-                job.close()
-            oom = group is not None and group.oom_killed()
-        finally:
-            if group is not None:
-                _remove_cgroup(group)
-        outcome = dataclasses.replace(outcome, extra=READY_MARKER if job.set_up else b"")
-        return self._result(outcome, request.limits, oom, device_note)
-
-    def _zygote_header(self, limits: Limits, group: cgroups.JobCgroup | None) -> dict[str, object]:
-        """What the zygote's keeper sets up for one job: rlimits as the cold chain's
-        prlimit sets them, and the size of /tmp."""
-        import resource
-
-        cpu = int(limits.cpu_seconds)
-        size = limits.file_size_mb * common.MIB
-        rlimits = [
-            (resource.RLIMIT_CPU, cpu, cpu + common.CPU_HARD_GRACE_S),
-            (resource.RLIMIT_FSIZE, size, size),
-            (resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
-            (resource.RLIMIT_CORE, 0, 0),
-        ]
-        if group is None:
-            address_space = (limits.memory_mb + RLIMIT_ADDRESS_SPACE_HEADROOM_MB) * common.MIB
-            nproc = _process_count(self._host_uid()) + limits.pids
-            rlimits += [
-                (resource.RLIMIT_AS, address_space, address_space),
-                (resource.RLIMIT_NPROC, nproc, nproc),
-            ]
-        return {"rlimits": rlimits, "tmpfs_bytes": limits.tmpfs_mb * common.MIB}
-
-    def _drop_zygote(self, broken: zygotes.Zygote) -> None:
-        with self._zygote_lock:
-            if self._zygote is broken:
-                self._zygote = None
-        log.warning("the zygote failed; replacing it: %s", broken.stderr_tail())
-        broken.stop()
+        """The job, forked by the zygote; None when no zygote can start (the job then
+        runs cold)."""
+        forked = self._zygotes.run(
+            self._zygote_identity(tools),
+            request,
+            lambda: self._open_cgroup(request.job_id, request.limits),
+        )
+        if forked is None:
+            return None
+        outcome = dataclasses.replace(forked.outcome, extra=READY_MARKER if forked.set_up else b"")
+        return self._result(outcome, request.limits, forked.oom_killed, device_note)
 
     def _host_uid(self) -> int:
         user = self.host_user()
@@ -665,10 +579,9 @@ def _discard_spare(state: dict[str, object]) -> None:
     state["_spare"] = None
     if isinstance(spare, _Started):
         spare.discard()
-    serving = state.get("_zygote")
-    state["_zygote"] = None
-    if isinstance(serving, zygotes.Zygote):
-        serving.stop()
+    slot = state.get("_zygotes")
+    if isinstance(slot, zygotes.ZygoteSlot):
+        slot.stop()
 
 
 @dataclass(frozen=True)
@@ -740,20 +653,10 @@ def _rlimits(limits: Limits, user: HostUser | None, *, fallback: bool) -> list[s
         "--core=0",
     ]
     if fallback:
-        address_space = (limits.memory_mb + RLIMIT_ADDRESS_SPACE_HEADROOM_MB) * common.MIB
+        address_space = (limits.memory_mb + common.RLIMIT_ADDRESS_SPACE_HEADROOM_MB) * common.MIB
         uid = user.uid if user is not None else os.getuid()
-        args += [f"--as={address_space}", f"--nproc={_process_count(uid) + limits.pids}"]
+        args += [f"--as={address_space}", f"--nproc={common.process_count(uid) + limits.pids}"]
     return args
-
-
-def _process_count(uid: int) -> int:
-    """RLIMIT_NPROC counts every process of the real uid on the host."""
-    count = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                count += entry.stat().st_uid == uid
-    return count
 
 
 def _sandbox_env(device: str) -> dict[str, str]:

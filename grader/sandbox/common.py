@@ -11,6 +11,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from grader.protocol import FRAME_OVERHEAD_BYTES, Limits, RunStatus
@@ -30,11 +31,23 @@ SANDBOX_THREADS = "1"  # one BLAS/OpenMP thread: a job gets one CPU's worth of t
 # exercise may change).
 STDERR_CAP_BYTES = 65_536  # kept for the worker's log only; never shown to a learner
 CPU_HARD_GRACE_S = 1  # SIGXCPU at the soft RLIMIT_CPU, SIGKILL this much later
+# Limits of the fallback without cgroups.
+RLIMIT_ADDRESS_SPACE_HEADROOM_MB = 1024  # torch maps more than it touches
 
 
 def stdout_cap(limits: Limits) -> int:
     """The most stdout a backend keeps: the capture plus its result frame's header."""
     return limits.result_bytes + FRAME_OVERHEAD_BYTES
+
+
+def process_count(uid: int) -> int:
+    """How many processes `uid` runs on the host (RLIMIT_NPROC counts every one of them)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += entry.stat().st_uid == uid
+    return count
 
 
 def harness_env(device: str, *, workdir: str = SANDBOX_WORKDIR) -> dict[str, str]:

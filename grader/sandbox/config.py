@@ -9,10 +9,12 @@ platform (platform/submissions/grading.py) or from the environment by the comman
     GRADLAB_SANDBOX_PUBLISH_DIR  publish_root   bubblewrap: where the harness is published
     GRADLAB_SANDBOX_USER         user           bubblewrap: the host user a root worker drops to
     GRADLAB_SANDBOX_WARM         warm           bubblewrap: keep a torch-loaded spare sandbox
-    GRADLAB_SANDBOX_ZYGOTE       zygote         bubblewrap: fork CPU jobs from a torch-loaded
-                                                zygote, each freshly isolated (zygote.py)
-    GRADLAB_ZYGOTE_JOBS          zygote_jobs    bubblewrap: jobs per zygote before it is replaced
-    GRADLAB_CGROUP_PARENT        cgroup_parent  bubblewrap: the cgroup job groups go below
+    GRADLAB_SANDBOX_ZYGOTE       zygote         both: fork CPU jobs from a torch-loaded zygote,
+                                                each freshly isolated (zygote.py; Docker: in
+                                                a long-lived container, docker_zygote.py)
+    GRADLAB_ZYGOTE_JOBS          zygote_jobs    both: jobs per zygote before it is replaced
+    GRADLAB_CGROUP_PARENT        cgroup_parent  both: the cgroup job groups go below (Docker:
+                                                the zygote's jobs)
     GRADLAB_SANDBOX_IMAGE        image          docker: the sandbox image
     GRADLAB_DEVICE               gpu            docker: "cuda" gives cuda jobs the GPU
 """
@@ -105,7 +107,13 @@ def build_backend(config: SandboxConfig) -> Sandbox:
     if config.backend == "docker":
         from grader.sandbox.docker import DockerSandbox
 
-        return DockerSandbox(image=config.image, gpu=config.gpu)
+        return DockerSandbox(
+            image=config.image,
+            gpu=config.gpu,
+            zygote=config.zygote,
+            zygote_jobs=config.zygote_jobs,
+            cgroup_parent=config.cgroup_parent,
+        )
     from grader.sandbox.bubblewrap import BubblewrapSandbox
 
     return BubblewrapSandbox(

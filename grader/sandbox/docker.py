@@ -16,36 +16,50 @@ One job:
              does not stop a container), wait, inspect (OOMKilled) and only then remove it:
              auto-remove would lose the OOM flag
 
-Containers of jobs whose deadline has passed (a worker died mid-job) are removed by
-`reap_expired()`, run opportunistically by each backend and callable from Celery beat
-or `python -m grader.sandbox.docker janitor`.
+Zygote mode (`zygote=True`, GRADLAB_SANDBOX_ZYGOTE): CPU jobs are forked, each freshly
+isolated, by a torch-loaded zygote in one long-lived container per backend (per worker
+process): docker_zygote.py. CUDA jobs, and every job while no zygote can start, run in
+their own container as above. `harness_dir` (tests): the harness published from that
+folder is bind-mounted read-only over the image's /harness, in both modes.
+
+Containers of jobs whose deadline has passed (a worker died mid-job) and zygote
+containers that have exited (their worker went away) are removed by `reap_expired()`,
+run opportunistically by each backend and callable from Celery beat or
+`python -m grader.sandbox.docker janitor`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import socket
 import struct
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from grader.protocol import InfrastructureError, Limits, SandboxRequest, SandboxResult
-from grader.sandbox import common, syscalls
-from grader.sandbox.config import DEFAULT_IMAGE
+from grader.sandbox import cgroups, common, publish, syscalls
+from grader.sandbox import zygote as zygotes
+from grader.sandbox.config import DEFAULT_IMAGE, DEFAULT_ZYGOTE_JOBS
 
 log = logging.getLogger(__name__)
 
-SANDBOX_USER = "10001:10001"  # a bare uid:gid (the image has no accounts at all)
+SANDBOX_UID = 10001
+SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"  # a bare uid:gid (the image has no accounts)
 
 # Labels: what the janitor and the configuration test look for.
 LABEL_ROLE = "org.gradlab.role"
 ROLE_SANDBOX = "sandbox-job"
+ROLE_ZYGOTE = "sandbox-zygote"  # a long-lived zygote container (docker_zygote.py)
+LABEL_WORKER = "org.gradlab.worker"  # host:pid of the worker a zygote container serves
 LABEL_JOB = "org.gradlab.job"
 LABEL_DEADLINE = "org.gradlab.deadline"  # unix time after which the container is garbage
 IMAGE_LABEL_TORCH = "org.gradlab.torch"
@@ -94,13 +108,30 @@ class DockerSandbox:
         gpu: bool = False,
         base_url: str | None = None,
         client: Any = None,
+        zygote: bool = False,
+        zygote_jobs: int = DEFAULT_ZYGOTE_JOBS,
+        cgroup_parent: str | None = None,
+        harness_dir: str | os.PathLike[str] | None = None,
+        publish_root: str | os.PathLike[str] | None = None,
     ) -> None:
+        """`zygote`: CPU jobs are forked by a zygote container (docker_zygote.py),
+        replaced after `zygote_jobs` jobs; each job's cgroups go below `cgroup_parent`
+        (default: below the worker's own). `harness_dir`, `publish_root`: see the module
+        docstring."""
         self.image = image
         self.gpu = gpu
         self._base_url = base_url
         self._client = client
         self._last_janitor = 0.0
         self._lock = threading.Lock()
+        self.zygote = zygote
+        self.zygote_jobs = zygote_jobs
+        self.cgroup_parent = cgroup_parent
+        self.harness_dir = Path(harness_dir) if harness_dir else None
+        self.publish_root = Path(publish_root) if publish_root else None
+        self._zygotes = zygotes.ZygoteSlot(self._start_zygote, zygote_jobs)
+        self._warned = False
+        weakref.finalize(self, self._zygotes.stop)
 
     # --- the Sandbox interface -----------------------------------------------------------
 
@@ -114,7 +145,16 @@ class DockerSandbox:
         self._maybe_reap()
         image = self._image()
         device = self._device(request.device)
-        container = self._create(image.id, request, device)
+        harness = self._harness()
+        if self.zygote and device == "cpu":
+            forked = self._zygotes.run(
+                self._identity(image.id, harness),
+                request,
+                lambda: self._open_cgroup(request.job_id, request.limits),
+            )
+            if forked is not None:
+                return _forked_result(forked, request.limits)
+        container = self._create(image.id, request, device, harness)
         try:
             output, duration = self._exchange(container, request)
             ended = self._end(container, output)
@@ -130,6 +170,58 @@ class DockerSandbox:
             duration_s=duration,
             message=message,
         )
+
+    # --- the zygote ----------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Starts the zygote container now (zygote mode), so that the first job need not
+        wait for torch's import; a worker process calls it in the background."""
+        if self.zygote:
+            identity = self._identity(self._image().id, self._harness())
+            self._zygotes.ready(identity, for_job=False)
+
+    def close(self) -> None:
+        """Stops the zygote container, if any (it would exit with the worker anyway)."""
+        self._zygotes.stop()
+
+    def zygote_pid(self) -> int | None:
+        """The host pid of the zygote (its container's init), if one runs."""
+        return self._zygotes.pid()
+
+    def _identity(self, image_id: str, harness: Path | None) -> zygotes.ZygoteIdentity:
+        return zygotes.ZygoteIdentity(
+            harness or Path(common.HARNESS_MOUNT), (image_id,), SANDBOX_UID
+        )
+
+    def _start_zygote(self, identity: zygotes.ZygoteIdentity) -> zygotes.Zygote:
+        from grader.sandbox import docker_zygote
+
+        harness = None if identity.harness == Path(common.HARNESS_MOUNT) else identity.harness
+        return docker_zygote.start(self, str(identity.runtime[0]), identity, harness=harness)
+
+    def _harness(self) -> Path | None:
+        """The published harness folder replacing the image's, if any."""
+        if self.harness_dir is None:
+            return None
+        return publish.publish(self.harness_dir, self.publish_root)
+
+    def _open_cgroup(self, job_id: str, limits: Limits) -> cgroups.JobCgroup | None:
+        job_limits = cgroups.JobLimits(
+            memory_bytes=limits.memory_mb * common.MIB, pids=limits.pids, cpus=limits.cpus
+        )
+        try:
+            return cgroups.open_job_cgroup(
+                cgroups.job_name(job_id), job_limits, parent=self.cgroup_parent
+            )
+        except cgroups.CgroupUnavailable as why:
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "zygote jobs get no cgroup of their own (%s): memory is limited by "
+                    "RLIMIT_AS, processes by RLIMIT_NPROC, and the zygote container's limits",
+                    why,
+                )
+            return None
 
     # --- the Engine ----------------------------------------------------------------------
 
@@ -156,8 +248,11 @@ class DockerSandbox:
     def _device(self, device: str) -> str:
         return "cuda" if device == "cuda" and self.gpu else "cpu"
 
+    def engine_errors(self) -> tuple[type[Exception], ...]:
+        return _engine_errors()
+
     def container_config(
-        self, image_id: str, request: SandboxRequest, device: str
+        self, image_id: str, request: SandboxRequest, device: str, harness: Path | None = None
     ) -> dict[str, Any]:
         """The arguments of the Engine's container create call: every limit, explicit."""
         limits = request.limits
@@ -179,30 +274,20 @@ class DockerSandbox:
                 LABEL_DEADLINE: f"{deadline:.0f}",
             },
             "host_config": self.client.api.create_host_config(
-                **self.host_config(request.limits, device)
+                **self.host_config(request.limits, device, harness)
             ),
         }
 
-    def host_config(self, limits: Limits, device: str) -> dict[str, Any]:
+    def base_host_config(self) -> dict[str, Any]:
+        """What every container of this backend has, a job's or a zygote's."""
         import docker.types
 
-        memory = f"{limits.memory_mb}m"
-        options: dict[str, Any] = {
+        return {
             "network_mode": "none",
             "read_only": True,
-            "tmpfs": {
-                common.SANDBOX_WORKDIR: f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"
-            },
-            "shm_size": f"{SHM_MB}m",
             "ipc_mode": "private",
-            "mem_limit": memory,
-            "memswap_limit": memory,  # equal: no swap
             "oom_score_adj": OOM_SCORE_ADJ,
-            "pids_limit": limits.pids,
-            "nano_cpus": int(limits.cpus * 1e9),
-            "ulimits": _ulimits(limits),
             "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges", f"seccomp={syscalls.profile_json()}"],
             "privileged": False,
             "init": False,
             "auto_remove": False,  # removal waits until the OOM flag has been read
@@ -210,16 +295,42 @@ class DockerSandbox:
                 type="json-file", config={"max-size": LOG_MAX_SIZE, "max-file": LOG_MAX_FILES}
             ),
         }
+
+    def host_config(
+        self, limits: Limits, device: str, harness: Path | None = None
+    ) -> dict[str, Any]:
+        import docker.types
+
+        memory = f"{limits.memory_mb}m"
+        options: dict[str, Any] = {
+            **self.base_host_config(),
+            "tmpfs": {
+                common.SANDBOX_WORKDIR: f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"
+            },
+            "shm_size": f"{SHM_MB}m",
+            "mem_limit": memory,
+            "memswap_limit": memory,  # equal: no swap
+            "pids_limit": limits.pids,
+            "nano_cpus": int(limits.cpus * 1e9),
+            "ulimits": _ulimits(limits),
+            "security_opt": ["no-new-privileges", f"seccomp={syscalls.profile_json()}"],
+        }
+        if harness is not None:
+            options["mounts"] = [
+                docker.types.Mount(common.HARNESS_MOUNT, str(harness), type="bind", read_only=True)
+            ]
         if device == "cuda":
             options["device_requests"] = [
                 docker.types.DeviceRequest(driver="nvidia", count=1, capabilities=[["gpu"]])
             ]
         return options
 
-    def _create(self, image_id: str, request: SandboxRequest, device: str) -> Any:
+    def _create(
+        self, image_id: str, request: SandboxRequest, device: str, harness: Path | None
+    ) -> Any:
         try:
             created = self.client.api.create_container(
-                **self.container_config(image_id, request, device)
+                **self.container_config(image_id, request, device, harness)
             )
             return self.client.containers.get(created["Id"])
         except _engine_errors() as error:
@@ -305,7 +416,7 @@ def reap_expired(client: Any = None, *, now: float | None = None) -> list[str]:
         )
     except _engine_errors() as error:
         raise InfrastructureError(f"cannot list sandbox containers: {error}") from error
-    for container in containers:
+    for container in containers + _exited_zygotes(client):
         deadline = _deadline(container.labels)
         if deadline > now:
             continue
@@ -318,6 +429,20 @@ def reap_expired(client: Any = None, *, now: float | None = None) -> list[str]:
                 container.labels.get(LABEL_JOB, "?"),
             )
     return removed
+
+
+def _exited_zygotes(client: Any) -> list[Any]:
+    """Zygote containers that have ended (their worker went away: a zygote exits when its
+    control socket closes). They carry no deadline label: long expired."""
+    try:
+        return list(
+            client.containers.list(
+                all=True,
+                filters={"label": f"{LABEL_ROLE}={ROLE_ZYGOTE}", "status": ["exited", "dead"]},
+            )
+        )
+    except _engine_errors() as error:
+        raise InfrastructureError(f"cannot list zygote containers: {error}") from error
 
 
 def _deadline(labels: Mapping[str, str]) -> float:
@@ -357,6 +482,33 @@ def _connect(base_url: str | None) -> Any:
 def _sandbox_env(device: str) -> dict[str, str]:
     """The whole environment of the harness beyond the image's (PATH, LANG)."""
     return common.harness_env(device)
+
+
+def _forked_result(forked: zygotes.ForkedRun, limits: Limits) -> SandboxResult:
+    """The result of a job forked by the zygote container."""
+    outcome = forked.outcome
+    stderr = outcome.stderr.decode("utf-8", "replace").strip()
+    if not forked.set_up or outcome.returncode is None:
+        raise InfrastructureError(
+            f"the zygote could not set up the job's sandbox (exit {outcome.returncode}): "
+            f"{stderr[-2000:] or 'no message'}"
+        )
+    if stderr:
+        log.debug("sandbox stderr: %s", stderr[-2000:])
+    ending = common.Ending(
+        exit_code=outcome.returncode,
+        timed_out=outcome.timed_out,
+        stdout_exceeded=outcome.stdout_exceeded,
+        oom_killed=forked.oom_killed,
+    )
+    status, message = common.classify(ending, limits)
+    return SandboxResult(
+        status=status,
+        stdout=outcome.stdout,
+        exit_code=None if ending.killed else outcome.returncode,
+        duration_s=outcome.duration_s,
+        message=message,
+    )
 
 
 def _ulimits(limits: Limits) -> list[Any]:

@@ -142,9 +142,32 @@ def gradlab_profile() -> dict[str, Any]:
     return profile
 
 
-def profile_json() -> str:
-    """gradlab_profile() as Docker's `security_opt` wants it."""
-    return json.dumps(gradlab_profile(), separators=(",", ":"), sort_keys=True)
+def profile_json(profile: dict[str, Any] | None = None) -> str:
+    """gradlab_profile() (or `profile`) as Docker's `security_opt` wants it."""
+    chosen = gradlab_profile() if profile is None else profile
+    return json.dumps(chosen, separators=(",", ":"), sort_keys=True)
+
+
+@functools.cache
+def zygote_profile() -> dict[str, Any]:
+    """The Docker zygote container's profile: gradlab_profile() with the
+    ZYGOTE_ALLOWED_SYSCALLS allowed unconditionally, as compile_bpf(also_allowed=...)
+    makes it for the bubblewrap zygote. Each job loads the job filter on top."""
+    profile = copy.deepcopy(gradlab_profile())
+    kept = []
+    for entry in profile["syscalls"]:
+        names = [n for n in entry["names"] if n not in ZYGOTE_ALLOWED_SYSCALLS]
+        if names:
+            kept.append({**entry, "names": names})
+    kept.append(
+        {
+            "names": list(ZYGOTE_ALLOWED_SYSCALLS),
+            "action": "SCMP_ACT_ALLOW",
+            "comment": "gradlab zygote: makes each job's namespaces and mounts",
+        }
+    )
+    profile["syscalls"] = kept
+    return profile
 
 
 def native_rules(

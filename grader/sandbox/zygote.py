@@ -1,8 +1,11 @@
-"""The worker's side of the zygote (bubblewrap backend, `zygote=True`): one long-lived,
-torch-loaded process in a bubblewrap sandbox that forks a freshly isolated sandbox per
-job (grader/sandbox/zygote_init.py describes what runs inside).
+"""The worker's side of the zygote (`zygote=True`, both backends): one long-lived,
+torch-loaded process that forks a freshly isolated sandbox per job
+(grader/sandbox/zygote_init.py describes what runs inside). The bubblewrap backend runs
+it in a bubblewrap sandbox, the Docker backend in a long-lived container
+(docker_zygote.py); from the control socket on, everything here is shared: the protocol,
+the slot that replaces a zygote, and the per-job header, cgroups and clean-up.
 
-    worker (root)                                   zygote (sandbox user, in bwrap)
+    worker (root)                                   zygote (sandbox user, bwrap/container)
     makes the job's cgroups, three pipes and a
     socket pair; sends a header (rlimits, /tmp
     size) and four descriptors    -- control -->    forks the keeper; closes its copies
@@ -19,12 +22,13 @@ job (grader/sandbox/zygote_init.py describes what runs inside).
 Nothing of a job passes through the zygote: its input and output go through the job's
 own pipes, which the zygote holds only between receiving them and forking. The zygote is
 replaced when it has died, after `max_jobs` jobs, and when the published harness or the
-runtime changes (ZygoteIdentity).
+runtime (the bubblewrap runtime, the Docker image) changes (ZygoteIdentity, ZygoteSlot).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -36,13 +40,16 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
-from grader.protocol import InfrastructureError
+from grader.protocol import InfrastructureError, Limits, SandboxRequest
 from grader.sandbox import cgroups, common
 from grader.sandbox.config import DEFAULT_ZYGOTE_JOBS
+from grader.sandbox.process import Exchange, exchange
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +63,9 @@ STDERR_TAIL = 2000
 # The zygote's own group: its memory (torch loaded) and the keepers it has just forked.
 ZYGOTE_LIMITS = cgroups.JobLimits(memory_bytes=2048 * 1024 * 1024, pids=128, cpus=1.0)
 _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+# After a zygote failed to start, jobs run cold for this long before it is tried again.
+RETRY_S = 60.0
+ATTEMPTS = 2  # a job the zygote failed to start is given to a fresh one, once
 
 
 class ZygoteFailed(InfrastructureError):
@@ -68,8 +78,27 @@ class ZygoteIdentity:
     """What a zygote was started from: a job may use it only while these are current."""
 
     harness: Path  # the published harness folder (its name carries the content hash)
-    runtime: tuple[float, ...]  # the runtime's fingerprint (runtime.fingerprint)
+    runtime: tuple[Hashable, ...]  # runtime.fingerprint, or the Docker image's id
     host_uid: int  # who the sandbox runs as on the host
+
+
+class ZygoteHost(Protocol):
+    """What runs the zygote: a bubblewrap chain (ChainHost) or a container."""
+
+    @property
+    def pid(self) -> int | None:
+        """The host pid of the outermost process (bwrap, or the container's init)."""
+        ...
+
+    def running(self) -> bool: ...
+
+    def kill(self) -> None:
+        """Kills it and waits for it to end."""
+        ...
+
+    def diagnostics(self) -> str:
+        """The tail of its stderr."""
+        ...
 
 
 class Zygote:
@@ -77,17 +106,15 @@ class Zygote:
 
     def __init__(
         self,
-        process: subprocess.Popen[bytes],
+        host: ZygoteHost,
         control: socket.socket,
         group: cgroups.JobCgroup | None,
         identity: ZygoteIdentity,
-        stderr: IO[bytes],
     ) -> None:
-        self.process = process
+        self.host = host
         self.control = control
         self.group = group
         self.identity = identity
-        self.stderr = stderr
         self.jobs = 0
         self._lock = threading.Lock()
 
@@ -97,14 +124,14 @@ class Zygote:
         readable, _, _ = select.select([self.control], [], [], timeout_s)
         message = self.control.recv(1) if readable else b""
         if message != b"R":
-            self.stop()
             why = self.stderr_tail() or "no answer in time"
+            self.stop()
             raise InfrastructureError(f"the zygote did not start: {why}")
 
     def alive(self) -> bool:
         """Running and its control socket open (it never writes after "R": anything
         readable is its end closing)."""
-        if self.process.poll() is not None:
+        if not self.host.running():
             return False
         try:
             readable, _, _ = select.select([self.control], [], [], 0)
@@ -147,27 +174,48 @@ class Zygote:
         return job
 
     def stderr_tail(self) -> str:
-        with contextlib.suppress(OSError):
-            self.stderr.seek(0)
-            return self.stderr.read().decode("utf-8", "replace").strip()[-STDERR_TAIL:]
-        return ""
+        return self.host.diagnostics()[-STDERR_TAIL:]
 
     def stop(self) -> None:
         """Kills the zygote (jobs it forked live in their own cgroups and go on)."""
         with contextlib.suppress(OSError):
             self.control.close()
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=STOP_TIMEOUT_S)
+        self.host.kill()
         if self.group is not None:
             try:
                 self.group.remove()
             except OSError as error:
                 log.error("cannot remove the zygote's cgroup: %s", error)
+
+
+class ChainHost:
+    """A zygote run by a local process chain (the bubblewrap backend's)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], stderr: IO[bytes]) -> None:
+        self.process = process
+        self.stderr = stderr
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=STOP_TIMEOUT_S)
         with contextlib.suppress(OSError):
             self.stderr.close()
+
+    def diagnostics(self) -> str:
+        with contextlib.suppress(OSError, ValueError):
+            self.stderr.seek(0)
+            return self.stderr.read().decode("utf-8", "replace").strip()
+        return ""
 
 
 class ZygoteJob:
@@ -238,7 +286,7 @@ def start(argv: list[str], fds: tuple[int, ...], control: socket.socket, **parts
     except OSError as error:
         stderr.close()
         raise InfrastructureError(f"cannot start the zygote ({argv[0]}): {error}") from error
-    return Zygote(process, control, stderr=stderr, **parts)
+    return Zygote(ChainHost(process, stderr), control, **parts)
 
 
 def _popen(argv: list[str], fds: tuple[int, ...], stderr: IO[bytes]) -> subprocess.Popen[bytes]:
@@ -275,3 +323,157 @@ def _close(fds: list[int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+# --- the slot: one zygote per backend (per worker process), replaced when it must be ------
+
+
+@dataclass(frozen=True)
+class ForkedRun:
+    """What one job forked by a zygote gave back."""
+
+    outcome: Exchange
+    set_up: bool  # the job's init reported its sandbox ready
+    oom_killed: bool
+
+
+class ZygoteSlot:
+    """The zygote of one backend: started by `start`, replaced when dead, after
+    `max_jobs` jobs or when the identity a job asks for differs from its own. When none
+    can start, `run` answers None for RETRY_S (the backend then runs the job cold)."""
+
+    def __init__(self, start: Callable[[ZygoteIdentity], Zygote], max_jobs: int) -> None:
+        """`start` is usually a backend's method: held weakly, so that the slot (which
+        the backend's finaliser stops) does not keep the backend alive."""
+        self._start: Callable[[], Callable[[ZygoteIdentity], Zygote] | None] = (
+            weakref.WeakMethod(start) if inspect.ismethod(start) else lambda: start
+        )
+        self.max_jobs = max_jobs
+        self._current: Zygote | None = None
+        self._lock = threading.Lock()
+        self._retry_at = 0.0
+
+    def ready(self, identity: ZygoteIdentity, *, for_job: bool = True) -> Zygote | None:
+        """The running zygote, replaced when dead, worn out or out of date; None when none
+        can start."""
+        with self._lock:
+            current = self._current
+            if current is not None and (
+                not current.alive() or current.jobs >= self.max_jobs or current.identity != identity
+            ):
+                self._current = None
+                current.stop()
+                current = None
+            if current is None:
+                if time.monotonic() < self._retry_at:
+                    return None
+                try:
+                    current = self._starter()(identity)
+                except InfrastructureError as error:
+                    log.warning("no zygote (jobs run in cold sandboxes for now): %s", error)
+                    self._retry_at = time.monotonic() + RETRY_S
+                    return None
+                self._current = current
+            current.jobs += for_job
+            return current
+
+    def _starter(self) -> Callable[[ZygoteIdentity], Zygote]:
+        start = self._start()
+        if start is None:
+            raise InfrastructureError("the sandbox backend of this zygote is gone")
+        return start
+
+    def pid(self) -> int | None:
+        """The host pid of the running zygote's outermost process, if any."""
+        with self._lock:
+            current = self._current
+        return current.host.pid if current is not None and current.alive() else None
+
+    def run(
+        self,
+        identity: ZygoteIdentity,
+        request: SandboxRequest,
+        open_group: Callable[[], cgroups.JobCgroup | None],
+    ) -> ForkedRun | None:
+        """The job, forked by the zygote (by a new one if it fails to start the job);
+        None when no zygote can start."""
+        for attempt in range(ATTEMPTS):
+            serving = self.ready(identity)
+            if serving is None:
+                return None
+            try:
+                return _run_in(serving, request, open_group)
+            except ZygoteFailed:
+                self._drop(serving)
+                if attempt + 1 == ATTEMPTS:
+                    raise
+        return None
+
+    def stop(self) -> None:
+        with self._lock:
+            current, self._current = self._current, None
+        if current is not None:
+            current.stop()
+
+    def _drop(self, broken: Zygote) -> None:
+        with self._lock:
+            if self._current is broken:
+                self._current = None
+        log.warning("the zygote failed; replacing it: %s", broken.stderr_tail())
+        broken.stop()
+
+
+def _run_in(
+    serving: Zygote,
+    request: SandboxRequest,
+    open_group: Callable[[], cgroups.JobCgroup | None],
+) -> ForkedRun:
+    limits = request.limits
+    group = open_group()
+    try:
+        header = job_header(limits, group, serving.identity.host_uid)
+        job = serving.fork(header, group)
+        try:
+            outcome = exchange(
+                job,
+                stdin=request.stdin,
+                timeout_s=limits.wall_seconds,
+                stdout_cap=common.stdout_cap(limits),
+                stderr_cap=common.STDERR_CAP_BYTES,
+                kill=lambda: job.kill(group),
+            )
+        finally:
+            job.kill(group)  # nothing outlives its job, even a detached child
+            job.close()
+        oom = group is not None and group.oom_killed()
+    finally:
+        if group is not None:
+            try:
+                group.remove()
+            except OSError as error:
+                log.error("cannot remove a job's cgroup: %s", error)
+    return ForkedRun(outcome, job.set_up, oom)
+
+
+def job_header(limits: Limits, group: cgroups.JobCgroup | None, host_uid: int) -> dict[str, Any]:
+    """What the zygote's keeper sets up for one job: rlimits as a cold sandbox has them
+    (without a cgroup, memory and processes by RLIMIT_AS and RLIMIT_NPROC too), and the
+    size of /tmp."""
+    import resource
+
+    cpu = int(limits.cpu_seconds)
+    size = limits.file_size_mb * common.MIB
+    rlimits = [
+        (resource.RLIMIT_CPU, cpu, cpu + common.CPU_HARD_GRACE_S),
+        (resource.RLIMIT_FSIZE, size, size),
+        (resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    if group is None:
+        address_space = (limits.memory_mb + common.RLIMIT_ADDRESS_SPACE_HEADROOM_MB) * common.MIB
+        nproc = common.process_count(host_uid) + limits.pids
+        rlimits += [
+            (resource.RLIMIT_AS, address_space, address_space),
+            (resource.RLIMIT_NPROC, nproc, nproc),
+        ]
+    return {"rlimits": rlimits, "tmpfs_bytes": limits.tmpfs_mb * common.MIB}

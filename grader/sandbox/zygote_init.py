@@ -1,17 +1,21 @@
-"""The zygote: a torch-loaded process inside a bubblewrap sandbox that forks one freshly
-isolated sandbox per job (grader/sandbox/zygote.py starts it and talks to it).
+"""The zygote: a torch-loaded process inside a sandbox (bubblewrap, or a Docker container)
+that forks one freshly isolated sandbox per job (grader/sandbox/zygote.py starts it and
+talks to it).
 
 Run inside bwrap (`python -I -B -c <this file's source> <control fd> <filter fd>`, with
 `--as-pid-1`, as the unprivileged sandbox user, under the zygote seccomp filter: the job
-filter plus unshare and mount). At start it reads the job filter (classic BPF, from the
-worker) and makes itself non-dumpable; imports numpy, torch and the harness's modules;
-seeds every generator and runs one autograd pass (lazy initialisations, done once);
-checks that it still has a single thread; compiles /harness/main.py; collects and freezes
-its heap (`gc.freeze()`: forked children then share its pages); says "R" on the control
-socket. It never runs nor reads job code, input or output: per job it receives, on the
-control socket (SOCK_SEQPACKET), one JSON header from the worker (the job's rlimits and
-/tmp size) and four descriptors (the job's link to the worker, stdin's read end, stdout's
-and stderr's write ends), forks, and closes its copies.
+filter plus unshare and mount), or as the init of a long-lived Docker container
+(`... <control socket path>`, under the same policy as a Docker seccomp profile: it
+connects, and the worker's first message carries the job filter's descriptor). At start
+it reads the job filter (classic BPF, from the worker) and makes itself non-dumpable;
+imports numpy, torch and the harness's modules; seeds every generator and runs one
+autograd pass (lazy initialisations, done once); checks that it still has a single
+thread; compiles /harness/main.py; collects and freezes its heap (`gc.freeze()`: forked
+children then share its pages); says "R" on the control socket. It never runs nor reads
+job code, input or output: per job it receives, on the control socket (SOCK_SEQPACKET),
+one JSON header from the worker (the job's rlimits and /tmp size) and four descriptors
+(the job's link to the worker, stdin's read end, stdout's and stderr's write ends),
+forks, and closes its copies.
 
 The fork, the job's *keeper*, isolates itself before any job data is read:
 
@@ -106,9 +110,9 @@ def check(result: int, what: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    control = socket.socket(fileno=int(argv[1]))
-    program = read_all(int(argv[2]))
+    control, program = open_control(argv[1:])
     check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    probe_isolation()
     harness = preload()
     gc.collect()
     gc.freeze()
@@ -128,6 +132,49 @@ def main(argv: list[str]) -> None:
         if pid == 0:
             keeper(control, header, fds, program, harness)
         close_all(fds)
+
+
+def open_control(args: list[str]) -> tuple[socket.socket, bytes]:
+    """The control socket and the job filter: inherited descriptors (bubblewrap), or a
+    socket to connect to whose first message carries the filter's descriptor (Docker)."""
+    if args[0].isdigit():
+        return socket.socket(fileno=int(args[0])), read_all(int(args[1]))
+    null = os.open("/dev/null", os.O_RDWR)  # stdout too: only stderr goes to the logs
+    for fd in (0, 1):
+        os.dup2(null, fd)
+    os.close(null)
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    control.connect(args[0])
+    _, fds, _, _ = socket.recv_fds(control, 16, MAX_FDS)
+    if len(fds) != 1:
+        raise RuntimeError(f"expected the job filter's descriptor, got {len(fds)}")
+    return control, read_all(fds[0])
+
+
+def probe_isolation() -> None:
+    """Makes one job's namespaces and mounts in a throwaway child, so that a zygote that
+    cannot (a seccomp or AppArmor profile refusing them) fails at start, not per job."""
+    pid = os.fork()
+    if pid == 0:
+        status = SETUP_FAILED
+        try:
+            isolate({"tmpfs_bytes": 1 << 20, "rlimits": []})
+            init = os.fork()
+            if init == 0:
+                code = 0
+                try:
+                    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+                except BaseException as error:
+                    os.write(2, f"gradlab zygote: cannot mount a job's /proc: {error}\n".encode())
+                    code = SETUP_FAILED
+                os._exit(code)
+            status = wait_for(init)
+        except BaseException as error:
+            os.write(2, f"gradlab zygote: cannot isolate a job: {error}\n".encode())
+        os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise RuntimeError("the zygote cannot make a job's namespaces and mounts (see above)")
 
 
 def read_all(fd: int) -> bytes:

@@ -29,7 +29,7 @@ def _prepare_sandbox(**kwargs: object) -> None:
     must finish its init within seconds: the zygote may take longer)."""
     from django.conf import settings
 
-    if settings.GRADLAB_SANDBOX != "bubblewrap" or not settings.GRADLAB_SANDBOX_ZYGOTE:
+    if not settings.GRADLAB_SANDBOX_ZYGOTE:  # either backend: bubblewrap, or Docker
         return
     threading.Thread(target=_start_zygote, name="gradlab-zygote-start", daemon=True).start()
 

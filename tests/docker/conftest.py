@@ -33,6 +33,21 @@ def platform_image(docker_client: Any) -> str:
     return build_image("docker/build-platform-image.sh")
 
 
-@pytest.fixture
-def docker_sandbox(sandbox_image: str) -> DockerSandbox:
+@pytest.fixture(scope="session")
+def docker_zygote(sandbox_image: str) -> Iterator[DockerSandbox]:
+    """The Docker backend in zygote mode, for the whole session (one zygote container
+    imports torch once)."""
+    backend = DockerSandbox(image=sandbox_image, gpu=False, zygote=True)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(params=["docker", "docker-zygote"])
+def docker_sandbox(
+    request: pytest.FixtureRequest, sandbox_image: str, docker_zygote: DockerSandbox
+) -> DockerSandbox:
+    """The Docker backend: a container per job ("docker"), or each job forked, freshly
+    isolated, by the zygote of a long-lived container ("docker-zygote")."""
+    if request.param == "docker-zygote":
+        return docker_zygote
     return DockerSandbox(image=sandbox_image, gpu=False)

@@ -1,9 +1,11 @@
-"""The container the Docker backend creates, inspected while it runs: a weakened limit
-or an added mount fails here, in CI, before it reaches production."""
+"""The containers the Docker backend creates, inspected while they run (a job's, and the
+long-lived zygote container of zygote mode): a weakened limit or an added mount fails
+here, in CI, before it reaches production."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from typing import Any
@@ -12,14 +14,17 @@ import pytest
 from docker_helpers import request
 
 from grader.protocol import Limits, RunStatus
-from grader.sandbox import syscalls
+from grader.sandbox import syscalls, zygote
 from grader.sandbox.docker import (
     LABEL_DEADLINE,
     LABEL_JOB,
     LABEL_ROLE,
+    LABEL_WORKER,
     ROLE_SANDBOX,
+    ROLE_ZYGOTE,
     DockerSandbox,
 )
+from grader.sandbox.docker_zygote import CONTROL_DIR
 
 MIB = 1024 * 1024
 INSPECT_TIMEOUT_S = 20.0
@@ -30,6 +35,12 @@ ALLOWED_ENV = {
 SLEEPING_JOB = "import time\ntime.sleep(2)\nx = 1\n"
 
 pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def docker_sandbox(sandbox_image: str) -> DockerSandbox:
+    """A container per job (the zygote's container is inspected on its own below)."""
+    return DockerSandbox(image=sandbox_image, gpu=False)
 
 
 def inspect_while_running(client: Any, sandbox: DockerSandbox, limits: Limits) -> dict[str, Any]:
@@ -139,3 +150,42 @@ def test_a_cuda_job_gets_the_gpu_by_a_device_request_only_on_a_gpu_backend(
     config = gpu_worker.container_config("image-id", request("x = 1"), "cuda")
     env = config["environment"]
     assert not any(name.startswith(("NVIDIA_", "CUDA_")) for name in env)
+
+
+def test_the_zygote_container_has_every_limit_but_the_namespace_calls_it_needs(
+    docker_client: Any, docker_zygote: DockerSandbox
+) -> None:
+    docker_zygote.prepare()
+    pid = docker_zygote.zygote_pid()
+    found = [
+        c
+        for c in docker_client.containers.list(filters={"label": f"{LABEL_ROLE}={ROLE_ZYGOTE}"})
+        if c.attrs["State"]["Pid"] == pid
+    ]
+    assert len(found) == 1
+    attrs = found[0].attrs
+    host, config = attrs["HostConfig"], attrs["Config"]
+
+    assert host["Privileged"] is False and not host.get("Binds") and not host.get("Devices")
+    mounts = [(m["Type"], m["Destination"], m["RW"]) for m in attrs["Mounts"]]
+    assert mounts == [("bind", CONTROL_DIR, False)]  # the control socket's folder, read-only
+    assert "docker.sock" not in json.dumps(attrs)
+    assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none"
+    assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
+    assert host["IpcMode"] == "private" and host["PidMode"] == "" and host["UsernsMode"] == ""
+    assert "no-new-privileges" in host["SecurityOpt"]
+    profiles = [o.split("=", 1)[1] for o in host["SecurityOpt"] if o.startswith("seccomp=")]
+    assert [json.loads(p) for p in profiles] == [syscalls.zygote_profile()]
+    rules = syscalls.native_rules(syscalls.zygote_profile())  # as Docker applies it here
+    allowed = {rule.name for rule in rules if rule.errno is None and not rule.args}
+    assert {"unshare", "mount"} <= allowed and "setns" not in allowed and "ptrace" not in allowed
+    assert host["MaskedPaths"] == [] and host["ReadonlyPaths"] == []  # a job mounts its /proc
+    limits = zygote.ZYGOTE_LIMITS
+    assert host["Memory"] == host["MemorySwap"] == limits.memory_bytes
+    assert host["PidsLimit"] == limits.pids and host["NanoCpus"] == int(limits.cpus * 1e9)
+    assert host["LogConfig"]["Config"] == {"max-size": "1m", "max-file": "1"}
+    assert config["User"].split(":")[0] not in {"0", "root"}
+    assert config["NetworkDisabled"] is True
+    env_names = {entry.split("=", 1)[0] for entry in config["Env"]}
+    assert env_names <= ALLOWED_ENV, env_names - ALLOWED_ENV
+    assert config["Labels"][LABEL_WORKER].endswith(f":{os.getpid()}")

@@ -4,6 +4,8 @@ and the infrastructure errors the platform retries."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,9 @@ from grader.sandbox.docker import (
     LABEL_DEADLINE,
     LABEL_JOB,
     LABEL_ROLE,
+    LABEL_WORKER,
     ROLE_SANDBOX,
+    ROLE_ZYGOTE,
     DockerSandbox,
     reap_expired,
 )
@@ -118,6 +122,43 @@ def test_the_janitor_removes_only_containers_past_their_deadline(
         for container in (expired, current):
             with contextlib.suppress(docker.errors.NotFound):
                 container.remove(force=True)
+
+
+# A worker process that starts its zygote container and dies without any clean-up.
+DYING_WORKER = """
+import os, sys
+from grader.sandbox.docker import DockerSandbox
+DockerSandbox(image=sys.argv[1], zygote=True).prepare()
+print(os.getpid(), flush=True)
+os._exit(0)
+"""
+EXIT_WAIT_S = 30.0
+
+
+def test_the_zygote_container_of_a_dead_worker_exits_and_the_janitor_removes_it(
+    docker_client: Any, sandbox_image: str, docker_zygote: DockerSandbox
+) -> None:
+    docker_zygote.prepare()  # a live worker's zygote: it must survive the janitor
+    done = subprocess.run(
+        [sys.executable, "-c", DYING_WORKER, sandbox_image],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=True,
+    )  # fmt: skip
+    worker = f":{done.stdout.strip()}"
+    label = {"label": f"{LABEL_ROLE}={ROLE_ZYGOTE}"}
+
+    def of_dead_worker() -> list[Any]:
+        found = docker_client.containers.list(all=True, filters=label)
+        return [c for c in found if c.labels[LABEL_WORKER].endswith(worker)]
+
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while [c.status for c in of_dead_worker()] != ["exited"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [c.status for c in of_dead_worker()] == ["exited"]  # it saw its socket close
+    reap_expired(docker_client)
+    assert of_dead_worker() == []
+    assert docker_zygote.zygote_pid() in {
+        c.attrs["State"]["Pid"] for c in docker_client.containers.list(filters=label)
+    }
 
 
 def test_a_missing_sandbox_image_is_an_infrastructure_error(docker_client: Any) -> None:

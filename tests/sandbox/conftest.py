@@ -67,6 +67,7 @@ BACKEND_PARAMS = [
     "bubblewrap-warm",
     "bubblewrap-zygote",
     pytest.param("docker", marks=pytest.mark.docker),
+    pytest.param("docker-zygote", marks=pytest.mark.docker),
 ]
 
 
@@ -74,17 +75,19 @@ BACKEND_PARAMS = [
 def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     """Each real sandbox backend, with the real harness ("bubblewrap-warm": bubblewrap
     with warm spare sandboxes, torch imported before the job arrives; "bubblewrap-zygote":
-    each job forked, freshly isolated, by a torch-loaded zygote). One per module and
-    backend: a module's tests run backend by backend, in file order."""
-    if request.param == "docker":
+    each job forked, freshly isolated, by a torch-loaded zygote; "docker-zygote": the
+    same, the zygote in a long-lived container). One per module and backend: a module's
+    tests run backend by backend, in file order."""
+    if request.param.startswith("docker"):
         reason = docker_unavailable_reason()
         if reason is not None:
             if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
                 pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
             pytest.skip(reason)
-    if request.param in {"bubblewrap-warm", "bubblewrap-zygote"}:
-        kept = BubblewrapSandbox(**{request.param.split("-")[1]: True})
+    if request.param in {"bubblewrap-warm", "bubblewrap-zygote", "docker-zygote"}:
+        name, mode = request.param.split("-")
+        kept = get_backend(name, **{mode: True})
         yield kept
-        kept.close()
+        kept.close()  # type: ignore[attr-defined]
         return
     yield get_backend(request.param)

@@ -1,9 +1,11 @@
-"""The zygote (bubblewrap, zygote=True / GRADLAB_SANDBOX_ZYGOTE=1): one torch-loaded
-process forks every job, and each job is isolated as if its sandbox were fresh. Job A
-leaves behind everything it can; job B, later or at the same time, must see none of it.
+"""The zygote (zygote=True / GRADLAB_SANDBOX_ZYGOTE=1), in both backends: one
+torch-loaded process (in bubblewrap, or as the init of a long-lived Docker container)
+forks every job, and each job is isolated as if its sandbox were fresh. Job A leaves
+behind everything it can; job B, later or at the same time, must see none of it.
 
 (Every raw-harness test of the bubblewrap backend and every containment attack also runs
-in zygote mode: see the `bubblewrap_raw` and `backend` fixtures in conftest.py.)
+in zygote mode: see the `bubblewrap_raw` and `backend` fixtures in conftest.py; the
+Docker tests run in both Docker modes: tests/docker/conftest.py.)
 """
 
 from __future__ import annotations
@@ -17,16 +19,28 @@ import signal
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sandbox_helpers import RAW_HARNESS, assert_no_leftovers, gradlab_cgroups, job_prefix, raw_job
+from sandbox_helpers import (
+    RAW_HARNESS,
+    REQUIRE_DOCKER_ENV,
+    assert_no_leftovers,
+    docker_unavailable_reason,
+    gradlab_cgroups,
+    job_prefix,
+    raw_job,
+)
 
 from grader.protocol import Limits, RunStatus, SandboxRequest, SandboxResult
 from grader.sandbox.bubblewrap import BubblewrapSandbox
+from grader.sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.sandbox
+ZygoteBackend = BubblewrapSandbox | DockerSandbox
+MakeBackend = Callable[..., ZygoteBackend]
 
 MAGIC = 1234.5  # the value job A's tensor is filled with
 SHM_KEY = 0x6772_6C62
@@ -86,11 +100,34 @@ print(json.dumps(seen))
 """
 
 
+@pytest.fixture(
+    params=["bubblewrap-zygote", pytest.param("docker-zygote", marks=pytest.mark.docker)]
+)
+def make_backend(request: pytest.FixtureRequest) -> Iterator[MakeBackend]:
+    """Makes zygote-mode backends of one kind (closed at the end): the bubblewrap
+    zygote, or the Docker one (a zygote container), the raw harness by default."""
+    made: list[ZygoteBackend] = []
+    if request.param == "docker-zygote":
+        reason = docker_unavailable_reason()
+        if reason is not None:
+            if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
+                pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
+            pytest.skip(reason)
+
+    def make(harness_dir: Path = RAW_HARNESS, **options: Any) -> ZygoteBackend:
+        kind = DockerSandbox if request.param == "docker-zygote" else BubblewrapSandbox
+        backend = kind(harness_dir=harness_dir, zygote=True, **options)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
 @pytest.fixture
-def zygote_backend() -> Iterator[BubblewrapSandbox]:
-    backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
-    yield backend
-    backend.close()
+def zygote_backend(make_backend: MakeBackend) -> ZygoteBackend:
+    return make_backend()
 
 
 def source(code: str, linger: bool = False) -> str:
@@ -98,7 +135,7 @@ def source(code: str, linger: bool = False) -> str:
     return f"{names}LINGER = {linger}\n{textwrap.dedent(code)}"
 
 
-def run(backend: BubblewrapSandbox, prefix: str, code: str, **limits: object) -> SandboxResult:
+def run(backend: ZygoteBackend, prefix: str, code: str, **limits: object) -> SandboxResult:
     request = SandboxRequest(
         f"{prefix}-{secrets.token_hex(2)}", raw_job(code), Limits().replace(**limits)
     )
@@ -131,7 +168,7 @@ def torch_default_seed() -> int:
     return zygote_init.TORCH_DEFAULT_SEED
 
 
-def test_a_later_job_sees_nothing_an_earlier_job_left(zygote_backend: BubblewrapSandbox) -> None:
+def test_a_later_job_sees_nothing_an_earlier_job_left(zygote_backend: ZygoteBackend) -> None:
     prefix = job_prefix()
     left = run(zygote_backend, prefix, source(LEAVER), memory_mb=1024)
     assert left.status is RunStatus.OK and left.stdout.strip() == b"left", left.message
@@ -140,7 +177,7 @@ def test_a_later_job_sees_nothing_an_earlier_job_left(zygote_backend: Bubblewrap
 
 
 def test_a_concurrent_job_sees_nothing_of_a_job_still_running(
-    zygote_backend: BubblewrapSandbox,
+    zygote_backend: ZygoteBackend,
 ) -> None:
     prefix = job_prefix()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -176,7 +213,7 @@ def _read(path: Path) -> str:
 
 
 def test_a_job_can_neither_unshare_nor_mount_nor_nest_user_namespaces(
-    zygote_backend: BubblewrapSandbox,
+    zygote_backend: ZygoteBackend,
 ) -> None:
     code = """
     import ctypes, errno, json, os
@@ -205,7 +242,7 @@ def test_a_job_can_neither_unshare_nor_mount_nor_nest_user_namespaces(
 
 
 def test_the_zygote_holds_no_descriptor_of_a_running_job(
-    zygote_backend: BubblewrapSandbox,
+    zygote_backend: ZygoteBackend,
 ) -> None:
     prefix = job_prefix()
     zygote_backend.prepare()  # the zygote is running before the job is handed over
@@ -215,9 +252,12 @@ def test_the_zygote_holds_no_descriptor_of_a_running_job(
         fds, threads = _zygote_state(zygote_backend)
         assert job.result().status is RunStatus.OK
     assert threads == "1"  # it refuses to fork with more (forking a threaded process)
-    # its control socket, /dev/null (stdin, stdout) and its own stderr file: no pipe
-    assert fds and not [fd for fd in fds if fd.startswith("pipe:")], fds
-    assert len([fd for fd in fds if fd.startswith("socket:")]) == 1, fds
+    # its control socket, /dev/null (stdin, stdout) and its own stderr: no pipe of a job
+    # (Docker: its stderr is the container's log pipe; bubblewrap: a file)
+    assert set(fds.values()) >= {"/dev/null"}, fds
+    own_stderr = {2} if isinstance(zygote_backend, DockerSandbox) else set()
+    assert {fd for fd, target in fds.items() if target.startswith("pipe:")} == own_stderr, fds
+    assert len([t for t in fds.values() if t.startswith("socket:")]) == 1, fds
 
 
 def _job_running(prefix: str, until: concurrent.futures.Future[SandboxResult]) -> bool:
@@ -231,60 +271,66 @@ def _job_running(prefix: str, until: concurrent.futures.Future[SandboxResult]) -
     return False
 
 
-def _zygote_state(backend: BubblewrapSandbox) -> tuple[list[str], str]:
-    """What the zygote's python (pid 1 of its sandbox) holds open and its thread count,
-    seen from the host."""
-    bwrap = backend.zygote_pid()
-    assert bwrap is not None
+def _zygote_state(backend: ZygoteBackend) -> tuple[dict[int, str], str]:
+    """What the zygote's python (pid 1 of its sandbox or container) holds open (by
+    descriptor) and its thread count, seen from the host."""
+    python = _zygote_python(backend)
+    status = _read(Path(f"/proc/{python}/status"))
+    threads = status.split("\nThreads:\t", 1)[1].split()[0]
+    fds = Path(f"/proc/{python}/fd").iterdir()
+    return {int(fd.name): os.readlink(fd) for fd in fds}, threads
+
+
+def _zygote_python(backend: ZygoteBackend) -> int:
+    """The host pid of the zygote's python: the container's init (Docker), bwrap's only
+    child (bubblewrap)."""
+    outer = backend.zygote_pid()
+    assert outer is not None
+    if isinstance(backend, DockerSandbox):
+        return outer
     for entry in Path("/proc").iterdir():
         status = _read(entry / "status") if entry.name.isdigit() else ""
-        if f"\nPPid:\t{bwrap}\n" in status:  # bwrap's only child: the zygote's python
-            threads = status.split("\nThreads:\t", 1)[1].split()[0]
-            return sorted(os.readlink(fd) for fd in (entry / "fd").iterdir()), threads
-    return [], ""
+        if f"\nPPid:\t{outer}\n" in status:
+            return int(entry.name)
+    raise AssertionError(f"bwrap {outer} has no child")
 
 
-def test_the_zygote_is_replaced_after_its_job_quota(tmp_path: Path) -> None:
-    backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True, zygote_jobs=2)
+def test_the_zygote_is_replaced_after_its_job_quota(make_backend: MakeBackend) -> None:
+    backend = make_backend(zygote_jobs=2)
     prefix = job_prefix()
-    try:
-        pids = []
-        for _ in range(3):
-            assert run(backend, prefix, "pass").status is RunStatus.OK
-            pids.append(backend.zygote_pid())
-        assert pids[0] == pids[1] != pids[2]
-        assert not Path(f"/proc/{pids[0]}").exists() or _is_zombie(pids[0])
-    finally:
-        backend.close()
+    pids = []
+    for _ in range(3):
+        assert run(backend, prefix, "pass").status is RunStatus.OK
+        pids.append(backend.zygote_pid())
+    assert pids[0] == pids[1] != pids[2]
+    assert pids[0] is not None
+    assert not Path(f"/proc/{pids[0]}").exists() or _is_zombie(pids[0])
 
 
 def test_a_dead_zygote_is_replaced_and_the_next_job_runs(
-    zygote_backend: BubblewrapSandbox,
+    zygote_backend: ZygoteBackend,
 ) -> None:
     prefix = job_prefix()
     assert run(zygote_backend, prefix, "pass").status is RunStatus.OK
     first = zygote_backend.zygote_pid()
     assert first is not None
-    os.killpg(first, signal.SIGKILL)
+    os.kill(_zygote_python(zygote_backend), signal.SIGKILL)
     assert run(zygote_backend, prefix, "print('after')").stdout == b"after\n"
     assert zygote_backend.zygote_pid() not in {None, first}
 
 
-def test_a_changed_harness_gets_a_new_zygote(tmp_path: Path) -> None:
+def test_a_changed_harness_gets_a_new_zygote(tmp_path: Path, make_backend: MakeBackend) -> None:
     harness = tmp_path / "harness"
     shutil.copytree(RAW_HARNESS, harness)
     harness.chmod(0o755)
-    backend = BubblewrapSandbox(harness_dir=harness, zygote=True)
+    backend = make_backend(harness_dir=harness)
     prefix, code = job_prefix(), "print(open('/harness/main.py').read().count('changed'))"
-    try:
-        assert run(backend, prefix, code).stdout == b"0\n"
-        first = backend.zygote_pid()
-        main = harness / "main.py"
-        main.write_text(main.read_text() + "\n# changed\n")
-        assert run(backend, prefix, code).stdout == b"1\n"
-        assert backend.zygote_pid() not in {None, first}
-    finally:
-        backend.close()
+    assert run(backend, prefix, code).stdout == b"0\n"
+    first = backend.zygote_pid()
+    main = harness / "main.py"
+    main.write_text(main.read_text() + "\n# changed\n")
+    assert run(backend, prefix, code).stdout == b"1\n"
+    assert backend.zygote_pid() not in {None, first}
 
 
 def _is_zombie(pid: int) -> bool:
@@ -292,7 +338,7 @@ def _is_zombie(pid: int) -> bool:
 
 
 def test_a_zygote_started_by_a_thread_that_has_ended_keeps_serving(
-    zygote_backend: BubblewrapSandbox,
+    zygote_backend: ZygoteBackend,
 ) -> None:
     """As a worker process starts its zygote from a short-lived thread: bwrap's
     --die-with-parent follows the thread that started it, not the process."""

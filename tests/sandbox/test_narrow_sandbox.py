@@ -1,9 +1,9 @@
 """The narrower sandbox: the seccomp policy (grader/sandbox/syscalls.py) enforced inside
 both backends, bubblewrap's pid 1, the job's CPU quota, and what the sandbox mounts.
 
-Raw jobs (tests/sandbox/raw_harness) run the probes as the sandbox's main program: in
-bubblewrap through the backend itself, in Docker through the backend's own container
-configuration with the raw harness as the command.
+Raw jobs (tests/sandbox/raw_harness) run the probes as the sandbox's main program, through
+each backend itself (in Docker, the raw harness bind-mounted over the image's /harness),
+in a fresh sandbox and forked by the zygote.
 """
 
 from __future__ import annotations
@@ -86,16 +86,22 @@ def probe_code() -> str:
     return f"NUMBERS = {X86_64_SYSCALLS!r}\n{PROBE}"
 
 
-@pytest.fixture(params=["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(
+    params=[
+        "bubblewrap",
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("docker-zygote", marks=pytest.mark.docker),
+    ]
+)
 def run_raw_in(request: pytest.FixtureRequest, run_raw: RawRun) -> Iterator[RawRun]:
-    """Raw jobs in each backend."""
+    """Raw jobs in each backend (bubblewrap: cold and zygote, by run_raw's own params)."""
     if request.param == "bubblewrap":
         yield run_raw
         return
-    yield from _docker_raw_runner()
+    yield from _docker_raw_runner(zygote=request.param == "docker-zygote")
 
 
-def _docker_raw_runner() -> Iterator[RawRun]:
+def _docker_raw_runner(*, zygote: bool) -> Iterator[RawRun]:
     reason = docker_unavailable_reason()
     if reason is not None:
         if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
@@ -103,18 +109,7 @@ def _docker_raw_runner() -> Iterator[RawRun]:
         pytest.skip(reason)
     from grader.sandbox.docker import DockerSandbox
 
-    source = (RAW_HARNESS / "main.py").read_text()
-
-    class RawDockerSandbox(DockerSandbox):
-        """The real backend and container configuration; the raw harness as the command."""
-
-        def container_config(
-            self, image_id: str, request: SandboxRequest, device: str
-        ) -> dict[str, Any]:
-            config = super().container_config(image_id, request, device)
-            return {**config, "command": ["python", "-I", "-B", "-c", source]}
-
-    sandbox = RawDockerSandbox()
+    sandbox = DockerSandbox(harness_dir=RAW_HARNESS, zygote=zygote)
     prefix = job_prefix()
     count = iter(range(1000))
 
@@ -123,6 +118,7 @@ def _docker_raw_runner() -> Iterator[RawRun]:
         return sandbox.run(job)
 
     yield run
+    sandbox.close()
     assert_no_leftovers(prefix, docker=True)
 
 
