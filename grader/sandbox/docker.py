@@ -72,6 +72,7 @@ OOM_SCORE_ADJ = 1000  # under host memory pressure, sandboxes die before anythin
 DEADLINE_GRACE_S = 60.0  # creation + wall limit + this = when the janitor may remove it
 ENGINE_TIMEOUT_S = 60  # one Engine API call
 KILL_WAIT_S = 10.0  # how long to wait for a killed container to stop
+IMAGE_RECHECK_S = 2.0  # how long an image lookup is trusted (an Engine call: ~10 ms)
 JANITOR_EVERY_S = 60.0  # opportunistic janitor runs per backend, at most this often
 READ_CHUNK = 65_536
 
@@ -131,6 +132,7 @@ class DockerSandbox:
         self.publish_root = Path(publish_root) if publish_root else None
         self._zygotes = zygotes.ZygoteSlot(self._start_zygote, zygote_jobs)
         self._warned = False
+        self._image_seen: tuple[float, Any] | None = None  # (when, the image)
         weakref.finalize(self, self._zygotes.stop)
 
     # --- the Sandbox interface -----------------------------------------------------------
@@ -233,10 +235,18 @@ class DockerSandbox:
             return self._client
 
     def _image(self) -> Any:
+        """The image `self.image` names now, looked up at most every IMAGE_RECHECK_S (a
+        rebuilt image is used, and replaces the zygote, within that time)."""
         import docker.errors
 
+        now = time.monotonic()
+        cached = self._image_seen
+        if cached is not None and now - cached[0] < IMAGE_RECHECK_S:
+            return cached[1]
         try:
-            return self.client.images.get(self.image)
+            image = self.client.images.get(self.image)
+            self._image_seen = (now, image)
+            return image
         except docker.errors.ImageNotFound:
             raise InfrastructureError(
                 f"the sandbox image {self.image} is missing: build it with "

@@ -128,7 +128,8 @@ def test_the_janitor_removes_only_containers_past_their_deadline(
 DYING_WORKER = """
 import os, sys
 from grader.sandbox.docker import DockerSandbox
-DockerSandbox(image=sys.argv[1], zygote=True).prepare()
+sandbox = DockerSandbox(image=sys.argv[1], zygote=True)
+sandbox.prepare()
 print(os.getpid(), flush=True)
 os._exit(0)
 """
