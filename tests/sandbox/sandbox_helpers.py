@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -34,14 +36,28 @@ def raw_job(code: str, nonce: str | None = None) -> bytes:
 
 
 def gradlab_cgroups() -> set[Path]:
-    """Every per-job cgroup folder of ours that exists now."""
+    """Every per-job cgroup folder of ours that exists now (groups of other processes
+    come and go meanwhile: a folder removed while it is read is skipped)."""
     roots = [
         Path("/sys/fs/cgroup/pids/gradlab"),
         Path("/sys/fs/cgroup/cpu/gradlab"),
-        *Path("/sys/fs/cgroup/memory").glob("**/gradlab"),
+        *_folders_named("gradlab", Path("/sys/fs/cgroup/memory")),
         *Path("/sys/fs/cgroup").glob("gradlab"),
     ]
-    return {child for root in roots if root.is_dir() for child in root.iterdir() if child.is_dir()}
+    found = set()
+    for root in roots:
+        with contextlib.suppress(OSError):
+            found |= {child for child in root.iterdir() if child.is_dir()}
+    return found
+
+
+def _folders_named(name: str, top: Path) -> list[Path]:
+    found = []
+    for folder, subfolders, _ in os.walk(top):  # os.walk skips what it cannot read
+        if name in subfolders:
+            found.append(Path(folder) / name)
+            subfolders.remove(name)
+    return found
 
 
 def job_prefix() -> str:

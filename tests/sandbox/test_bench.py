@@ -19,6 +19,7 @@ DOCKER_ROWS = {
 FIGURES = re.compile(r"^(?P<label>.+?)\s+(?P<min>\d+)\s+(?P<median>\d+)\s+(?P<p95>\d+)$")
 
 
+@pytest.mark.docker  # it measures the Docker backend too where an Engine is reachable
 def test_the_benchmark_prints_min_median_and_p95_for_each_measure(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
