@@ -11,9 +11,11 @@ from grader.engine import (
     SCALED,
     WITH_GPU,
     WITHOUT_GPU,
+    ScaledReference,
     combine_device_runs,
     combine_runs,
     device_runs,
+    followed_by_power,
 )
 from grader.protocol import CheckResult, IntegrityFlag, Report
 
@@ -91,3 +93,13 @@ def test_the_first_failure_wins_over_the_scaled_runs() -> None:
     scaled = report(check("a", False, "typed in"), check("b", True))
     combined = combine_runs([("", plain, None), (SCALED, scaled, frozenset({0, 1}))])
     assert combined.checks[0].message == "wrong"
+
+
+def test_a_failed_scaled_run_is_left_for_combine_runs_to_fail_the_whole() -> None:
+    package = package_at("gradient-accumulation")
+    failed = report(status="failed", message="time limit of 20 s exceeded")
+    scaled = ScaledReference(None, frozenset({0, 1}))
+    assert followed_by_power(package, failed, None, None, scaled) is failed  # type: ignore[arg-type]
+    combined = combine_runs([("", report(check("a", True), check("b", True)), None),
+                             (SCALED, failed, frozenset({0}))])  # fmt: skip
+    assert combined.status == "failed" and combined.message == SCALED + failed.message
