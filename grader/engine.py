@@ -362,7 +362,7 @@ def grade_with_capture(
     labelled: list[tuple[str, Report, frozenset[int] | None]] = [
         (label, report, None) for label, (report, _) in zip(labels, graded, strict=True)
     ]
-    if scaled.capture is not None and all(r.status == "graded" for _, r, _ in labelled):
+    if scaled.capture is not None and _scaled_run_can_judge(labelled, scaled.checks):
         report, learner = _learner_report(
             job, scaled.capture, job.device, None, sandbox, "scaled", scaled.scale
         )
@@ -371,6 +371,18 @@ def grade_with_capture(
     if len(labelled) == 1:
         return labelled[0][1], capture
     return combine_runs(labelled), capture
+
+
+def _scaled_run_can_judge(
+    labelled: Sequence[tuple[str, Report, frozenset[int] | None]], checks: frozenset[int]
+) -> bool:
+    """Whether the scaled run could fail a check not failed already: every run so far was
+    graded and one of the checks it judges passed in all of them (a check failed in one
+    run fails the whole, whatever the scaled run says; mutants and wrong answers skip it)."""
+    reports = [report for _, report, _ in labelled]
+    if any(report.status != "graded" for report in reports):
+        return False
+    return any(all(report.checks[i].passed for report in reports) for i in checks)
 
 
 WITH_GPU = "on a machine with a GPU: "

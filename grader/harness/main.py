@@ -310,6 +310,7 @@ def frame(capture: dict[str, Any], nonce: str, pump: Pump, cap: int, talk: Conve
 def serve(stdin_fd: int, stdout_fd: int) -> int:
     import torch  # imported once here (warm sandboxes: before the job), shared through fork
 
+    runner.warm_up_autograd()  # also before the job (the zygote did it once for all)
     try:
         envelope = json.loads(read_envelope_line(stdin_fd).decode("utf-8"))
         if not isinstance(envelope, dict) or envelope.get("protocol") != PROTOCOL:

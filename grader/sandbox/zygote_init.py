@@ -205,12 +205,10 @@ def warm_up() -> None:
     lazy imports and initialisations behind it are shared instead of redone per job. It
     leaves every generator as a fresh interpreter has it (reseed() runs again per job)
     and must leave the zygote single-threaded: forking a threaded process is unsafe."""
-    import torch
+    import runner  # the harness's (preload put its folder on sys.path)
 
     reseed()
-    leaf = torch.ones(2, requires_grad=True)
-    (leaf * leaf).sum().backward()
-    del leaf
+    runner.warm_up_autograd()
     reseed()
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
