@@ -205,10 +205,16 @@ def warm_up() -> None:
     lazy imports and initialisations behind it are shared instead of redone per job. It
     leaves every generator as a fresh interpreter has it (reseed() runs again per job)
     and must leave the zygote single-threaded: forking a threaded process is unsafe."""
-    import runner  # the harness's (preload put its folder on sys.path)
+    import torch
 
     reseed()
-    runner.warm_up_autograd()
+    # as the harness's runner.warm_up_autograd(): a backward with an explicit gradient
+    # imports torch's symbolic shapes and sympy (0.6 s), once here for every job
+    leaf = torch.ones(2, requires_grad=True)
+    (leaf * leaf).sum().backward()
+    (leaf * leaf).backward(torch.ones(2))
+    torch.autograd.grad((leaf * leaf).sum(), leaf, grad_outputs=torch.tensor(1.0))
+    del leaf
     reseed()
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:

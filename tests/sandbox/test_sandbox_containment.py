@@ -24,7 +24,14 @@ import pytest
 from sandbox_helpers import ROOT, assert_no_leftovers, job_prefix
 
 from grader.cache import ReferenceCache
-from grader.engine import DEV_SEED, GradeJob, grade, grade_with_capture, reference_capture
+from grader.engine import (
+    DEV_SEED,
+    GradeJob,
+    grade,
+    grade_with_capture,
+    reference_capture,
+    scaled_reference,
+)
 from grader.protocol import Report
 from grader.sandbox.base import Sandbox
 from grader.spec import Package, load_package
@@ -55,14 +62,14 @@ class Grader:
         return grade(job, sandbox=self.backend, cache=self.cache)
 
     def grade_with_wall_clock(self, code: str, wall_seconds: int) -> Report:
-        """Grades `code` under a wall clock of `wall_seconds` (the reference keeps the
-        generous one: its capture comes from the cache or a run under the generous limits)."""
-        reference = reference_capture(
-            self.package, seed=DEV_SEED, device="cpu", sandbox=self.backend, cache=self.cache
-        )
+        """Grades `code` under a wall clock of `wall_seconds` (the reference and its scaled
+        run keep the generous one: from the cache or runs under the generous limits)."""
+        where = {"seed": DEV_SEED, "device": "cpu", "sandbox": self.backend, "cache": self.cache}
+        reference = reference_capture(self.package, **where)
+        scaled = scaled_reference(self.package, reference, **where)
         short = package_with_limits(f"\n[limits]\nwall_seconds = {wall_seconds}\n")
         job = GradeJob(short, textwrap.dedent(code), job_id=f"{self.prefix}-{next(self.jobs)}")
-        return grade_with_capture(job, sandbox=self.backend, reference=reference)[0]
+        return grade_with_capture(job, sandbox=self.backend, reference=reference, scaled=scaled)[0]
 
     def assert_contained(self) -> None:
         """Nothing of any attack so far survives (processes, cgroups, containers)."""
