@@ -33,10 +33,12 @@ def platform_image(docker_client: Any) -> str:
     return build_image("docker/build-platform-image.sh")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def docker_zygote(sandbox_image: str) -> Iterator[DockerSandbox]:
-    """The Docker backend in zygote mode, for the whole session (one zygote container
-    imports torch once)."""
+    """The Docker backend in zygote mode, for one test module (its zygote container
+    imports torch once). Not for the session: a session fixture is closed in the teardown
+    of the session's last test, which may be a fast-lane test that must not reach the
+    Docker Engine (tests/lanes.py)."""
     backend = DockerSandbox(image=sandbox_image, gpu=False, zygote=True)
     yield backend
     backend.close()
