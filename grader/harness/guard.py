@@ -222,13 +222,11 @@ class Snapshot:
 
     @staticmethod
     def _identities(space: Any) -> dict[str, tuple[int, int | None]]:
-        items = {}
-        for key, value in list(vars(space).items()):
-            code = (
-                getattr(value, "__code__", None) if isinstance(value, types.FunctionType) else None
-            )
-            items[key] = (id(value), id(code) if code is not None else None)
-        return items
+        function = types.FunctionType  # not subclassable: `type(v) is` equals isinstance
+        return {
+            key: (id(value), id(value.__code__) if type(value) is function else None)
+            for key, value in list(vars(space).items())
+        }
 
     def changes(self) -> list[tuple[str, str]]:
         """(kind, detail) for each difference not reported before."""

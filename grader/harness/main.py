@@ -265,7 +265,9 @@ def wait_child(pid: int, pump: Pump) -> int:
     status: int | None = None
     while status is None:
         pump.poll(POLL_SECONDS)
-        done, raw = os.waitpid(pid, os.WNOHANG)
+        # once the child's pipe and channel are closed, nothing is left to serve: block
+        # (a busy loop here takes a core from the child's own exit)
+        done, raw = os.waitpid(pid, 0 if not pump.open else os.WNOHANG)
         if done:
             status = raw
     deadline = time.monotonic() + DRAIN_SECONDS

@@ -101,16 +101,23 @@ class CappedText(io.TextIOBase):
         return text, truncated
 
 
+_warmed = [False]
+
+
 def warm_up_autograd() -> None:
     """Takes, before any job data is read, the autograd paths whose first call imports
     modules lazily, so that no job pays for them inside its own limits: a backward with
     an explicit gradient (what every scaled run and many learners' calls make) imports
     torch's symbolic shapes and sympy, about 0.6 s of CPU. Draws no random numbers and
-    starts no thread (the zygote forks after it)."""
+    starts no thread (the zygote forks after it). Once per process: a job forked from a
+    zygote that ran it skips it."""
+    if _warmed[0]:
+        return
     leaf = torch.ones(2, requires_grad=True)
     (leaf * leaf).sum().backward()
     (leaf * leaf).backward(torch.ones(2))
     torch.autograd.grad((leaf * leaf).sum(), leaf, grad_outputs=torch.tensor(1.0))
+    _warmed[0] = True
 
 
 def reseed() -> None:

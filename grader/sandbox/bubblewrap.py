@@ -253,7 +253,7 @@ class BubblewrapSandbox:
         forked = self._zygotes.run(
             self._zygote_identity(tools),
             request,
-            lambda: self._open_cgroup(request.job_id, request.limits),
+            lambda job_id: self._open_cgroup(job_id, request.limits),
         )
         if forked is None:
             return None

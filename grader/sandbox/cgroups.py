@@ -66,6 +66,11 @@ class JobCgroup(Protocol):
 
     def remove(self) -> None: ...
 
+    def renamed(self, name: str) -> JobCgroup:
+        """The same group(s) under the folder name `name` (an empty group's limits and
+        processes go with it). Raises OSError where the kernel cannot (cgroup v2)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Mount:
@@ -297,6 +302,18 @@ class _V1Group:
         if failures:
             raise failures[0]
 
+    def renamed(self, name: str) -> _V1Group:
+        done: dict[str, Path] = {}
+        try:
+            for controller, folder in self.folders.items():
+                done[controller] = folder.rename(folder.with_name(name))
+        except OSError:
+            for controller, folder in done.items():  # back as it was: one name for all
+                with contextlib.suppress(OSError):
+                    folder.rename(self.folders[controller])
+            raise
+        return _V1Group(done)
+
 
 # --- cgroup v2 -------------------------------------------------------------------------
 
@@ -359,6 +376,9 @@ class _V2Group:
     def remove(self) -> None:
         self.kill_all()
         _rmdir_retrying(self.folder)
+
+    def renamed(self, name: str) -> _V2Group:
+        return _V2Group(self.folder.rename(self.folder.with_name(name)))
 
 
 def _weigh_base(weight_file: Path, one_task: int) -> None:

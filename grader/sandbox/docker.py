@@ -152,7 +152,7 @@ class DockerSandbox:
             forked = self._zygotes.run(
                 self._identity(image.id, harness),
                 request,
-                lambda: self._open_cgroup(request.job_id, request.limits),
+                lambda job_id: self._open_cgroup(job_id, request.limits),
             )
             if forked is not None:
                 return _forked_result(forked, request.limits)

@@ -10,13 +10,15 @@ the slot that replaces a zygote, and the per-job header, cgroups and clean-up.
     socket pair; sends a header (rlimits, /tmp
     size) and four descriptors    -- control -->    forks the keeper; closes its copies
     reads "H" with SCM_CREDENTIALS: the keeper's
-    host pid; moves it into the job's cgroups;
-    sends "J"                     <-- link -->      keeper: new namespaces, /tmp, /proc,
-                                                    no capabilities, the job filter,
-                                                    then the harness on stdin/stdout
+    host pid; moves it into the job's cgroups     keeper, meanwhile: new namespaces,
+    (while it isolates itself); sends "J"         /tmp, rlimits; after "J" (in the
+                                  <-- link -->      job's cgroups): its init, /proc, no
+                                                    capabilities, the job filter, then
+                                                    the harness on stdin/stdout
     writes stdin, reads stdout and stderr under
     the wall clock (process.exchange), reads "1"
-    (set up) and "S" + status; kills whatever is
+    (set up) and "S" + status; awaits the
+    keeper's exit (a pidfd), kills whatever is
     left in the job's cgroups, removes them
 
 Nothing of a job passes through the zygote: its input and output go through the job's
@@ -28,6 +30,7 @@ runtime (the bubblewrap runtime, the Docker image) changes (ZygoteIdentity, Zygo
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import logging
@@ -60,12 +63,14 @@ HELLO_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 DEFAULT_MAX_JOBS = DEFAULT_ZYGOTE_JOBS
 STDERR_TAIL = 2000
+KEEPER_EXIT_S = 1.0  # after "S", how long the keeper's own exit is awaited before a kill
 # The zygote's own group: its memory (torch loaded) and the keepers it has just forked.
 ZYGOTE_LIMITS = cgroups.JobLimits(memory_bytes=2048 * 1024 * 1024, pids=128, cpus=1.0)
 _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 # After a zygote failed to start, jobs run cold for this long before it is tried again.
 RETRY_S = 60.0
 ATTEMPTS = 2  # a job the zygote failed to start is given to a fresh one, once
+PREPARED_JOB_ID = "zygote-next"  # a prepared keeper's cgroups, until its job renames them
 
 
 class ZygoteFailed(InfrastructureError):
@@ -141,7 +146,8 @@ class Zygote:
 
     def fork(self, header: dict[str, Any], group: cgroups.JobCgroup | None) -> ZygoteJob:
         """Starts one job: its keeper is forked, in `group` and isolating itself, when
-        this returns. Raises InfrastructureError."""
+        this returns; its harness then waits for the job on stdin. Raises
+        InfrastructureError."""
         link, child_link = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         link.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr
@@ -163,10 +169,9 @@ class Zygote:
         job = ZygoteJob(link, *streams)
         try:
             job.pid = _hello(link, self.identity.host_uid)
-            if group is not None:
-                for procs in group.join_files():
-                    procs.write_text(str(job.pid))
-            link.sendall(b"J")
+            job.watch_keeper()
+            _join(job.pid, group)
+            job.start()
         except BaseException:
             job.kill(group)
             job.close()
@@ -230,6 +235,47 @@ class ZygoteJob:
         self.returncode: int | None = None
         self.set_up = False  # the job's init reported its sandbox ready
         self._said = b""
+        self._pidfd: int | None = None  # the keeper's, readable once it has exited
+
+    def start(self) -> None:
+        """Lets the keeper go on (it is in the job's cgroups): it forks the job's init,
+        which runs the harness."""
+        try:
+            self.link.sendall(b"J")
+        except OSError as error:
+            raise ZygoteFailed(f"the zygote's job ended before it started: {error}") from error
+
+    def waiting(self) -> bool:
+        """A job not handed over yet is still there: its keeper has not exited (it
+        would once its init, the harness, ended)."""
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError, ValueError):
+                readable, _, _ = select.select([self._pidfd], [], [], 0)
+                return not readable
+            return False
+        try:  # no pidfd: the link at its end ("1" may be there already)
+            return self.link.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
+    def watch_keeper(self) -> None:
+        """Opens a pidfd of the keeper (its pid is its own until it is reaped: it waits
+        for "J"), so that the end of the job can wait for its exit instead of polling."""
+        if self.pid is not None and hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                self._pidfd = os.pidfd_open(self.pid)
+
+    def keeper_exited(self, timeout_s: float) -> bool:
+        """Waits up to `timeout_s` for the keeper to exit (it does once it has said "S");
+        False when it has not or cannot be watched."""
+        if self._pidfd is None:
+            return False
+        with contextlib.suppress(OSError, ValueError):
+            readable, _, _ = select.select([self._pidfd], [], [], timeout_s)
+            return bool(readable)
+        return False
 
     def wait(self, timeout: float | None = None) -> int:
         """The job's exit status (shell encoding); 137 when its keeper was killed."""
@@ -274,6 +320,10 @@ class ZygoteJob:
                     stream.close()
         with contextlib.suppress(OSError):
             self.link.close()
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._pidfd)
+            self._pidfd = None
 
 
 def start(argv: list[str], fds: tuple[int, ...], control: socket.socket, **parts: Any) -> Zygote:
@@ -319,6 +369,18 @@ def _hello(link: socket.socket, host_uid: int) -> int:
     raise ZygoteFailed("the zygote's job did not start (no hello with credentials)")
 
 
+def _join(pid: int, group: cgroups.JobCgroup | None) -> None:
+    """Moves the keeper into the job's cgroups (while it isolates itself: it forks the
+    job only after "J")."""
+    if group is None:
+        return
+    try:
+        for procs in group.join_files():
+            procs.write_text(str(pid))
+    except OSError as error:  # the keeper died (its set-up failed) or the group is gone
+        raise ZygoteFailed(f"cannot move the zygote's job into its cgroup: {error}") from error
+
+
 def _close(fds: list[int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
@@ -337,10 +399,39 @@ class ForkedRun:
     oom_killed: bool
 
 
+OpenGroup = Callable[[str], "cgroups.JobCgroup | None"]  # a job id -> its cgroup(s)
+
+
+@dataclass
+class _Prepared:
+    """A job's sandbox forked ahead of the job (which is not known yet: it will have the
+    same limits): its keeper in cgroups of its own, isolated, its harness waiting for the
+    job on stdin (as a warm bubblewrap sandbox waits: started early, never reused)."""
+
+    zygote: Zygote
+    limits: Limits
+    group: cgroups.JobCgroup
+    job: ZygoteJob
+
+    def discard(self) -> None:
+        self.job.kill(self.group)
+        self.job.close()
+        _remove_group(self.group)
+
+
 class ZygoteSlot:
     """The zygote of one backend: started by `start`, replaced when dead, after
     `max_jobs` jobs or when the identity a job asks for differs from its own. When none
-    can start, `run` answers None for RETRY_S (the backend then runs the job cold)."""
+    can start, `run` answers None for RETRY_S (the backend then runs the job cold).
+
+    While a job runs, the slot prepares the next job's sandbox in the background: its
+    keeper forked and moved into cgroups of its own (with the same limits: moving a
+    process into a cgroup waits for an RCU grace period, some 10 ms), isolated, its init
+    and harness forked, the harness waiting for its job on stdin. The next job takes it
+    only when its zygote and limits are the ones it was prepared with (else it is
+    discarded); its cgroups are then renamed after the job, and its wall clock starts at
+    the hand-over. Where cgroups cannot be renamed (cgroup v2) or there are none, every
+    job's sandbox is forked for it."""
 
     def __init__(self, start: Callable[[ZygoteIdentity], Zygote], max_jobs: int) -> None:
         """`start` is usually a backend's method: held weakly, so that the slot (which
@@ -352,6 +443,9 @@ class ZygoteSlot:
         self._current: Zygote | None = None
         self._lock = threading.Lock()
         self._retry_at = 0.0
+        self._next: _Prepared | None = None
+        self._preparing: threading.Thread | None = None
+        self._prepares = True  # False once a prepared keeper's cgroups could not be renamed
 
     def ready(self, identity: ZygoteIdentity, *, for_job: bool = True) -> Zygote | None:
         """The running zygote, replaced when dead, worn out or out of date; None when none
@@ -390,19 +484,18 @@ class ZygoteSlot:
         return current.host.pid if current is not None and current.alive() else None
 
     def run(
-        self,
-        identity: ZygoteIdentity,
-        request: SandboxRequest,
-        open_group: Callable[[], cgroups.JobCgroup | None],
+        self, identity: ZygoteIdentity, request: SandboxRequest, open_group: OpenGroup
     ) -> ForkedRun | None:
         """The job, forked by the zygote (by a new one if it fails to start the job);
-        None when no zygote can start."""
+        None when no zygote can start. `open_group` makes a job's cgroups (None: none)."""
         for attempt in range(ATTEMPTS):
             serving = self.ready(identity)
             if serving is None:
                 return None
+            prepared = self._take_prepared(serving, request)
+            started = functools.partial(self._prepare, serving, request.limits, open_group)
             try:
-                return _run_in(serving, request, open_group)
+                return _run_in(serving, request, open_group, prepared, started)
             except ZygoteFailed:
                 self._drop(serving)
                 if attempt + 1 == ATTEMPTS:
@@ -412,6 +505,7 @@ class ZygoteSlot:
     def stop(self) -> None:
         with self._lock:
             current, self._current = self._current, None
+        self._discard_prepared()
         if current is not None:
             current.stop()
 
@@ -419,21 +513,106 @@ class ZygoteSlot:
         with self._lock:
             if self._current is broken:
                 self._current = None
+        self._discard_prepared()
         log.warning("the zygote failed; replacing it: %s", broken.stderr_tail())
         broken.stop()
+
+    # --- the next job's keeper, prepared ahead ------------------------------------------
+
+    def _prepare(self, serving: Zygote, limits: Limits, open_group: OpenGroup) -> None:
+        """Starts preparing the next job's keeper in the background, unless one is ready
+        or under way."""
+        with self._lock:
+            if not self._prepares or self._next is not None or serving.jobs >= self.max_jobs:
+                return  # (a worn-out zygote is replaced before the next job)
+            if self._preparing is not None and self._preparing.is_alive():
+                return
+            self._preparing = threading.Thread(
+                target=self._prepare_now, args=(serving, limits, open_group),
+                name="gradlab-zygote-prepare", daemon=True,
+            )  # fmt: skip
+            self._preparing.start()
+
+    def _prepare_now(self, serving: Zygote, limits: Limits, open_group: OpenGroup) -> None:
+        try:
+            group = open_group(PREPARED_JOB_ID)
+        except InfrastructureError as error:
+            log.warning("cannot prepare the next job's cgroups: %s", error)
+            return
+        if group is None:  # nothing to move ahead of time: keepers are forked per job
+            with self._lock:
+                self._prepares = False
+            return
+        try:
+            header = job_header(limits, group, serving.identity.host_uid)
+            job = serving.fork(header, group)
+        except (InfrastructureError, OSError) as error:
+            _remove_group(group)
+            log.info("the next job's sandbox could not be prepared: %s", error)
+            return
+        prepared = _Prepared(serving, limits, group, job)
+        with self._lock:
+            fresh = self._current is serving and self._next is None
+            if fresh:
+                self._next = prepared
+        if not fresh:  # the zygote was replaced or stopped meanwhile
+            prepared.discard()
+
+    def _take_prepared(self, serving: Zygote, request: SandboxRequest) -> _Prepared | None:
+        """The prepared keeper when it fits `request` (its cgroups renamed after the job);
+        else None, and any prepared one is discarded."""
+        with self._lock:
+            preparing = self._preparing
+        if preparing is not None:
+            preparing.join(HELLO_TIMEOUT_S)  # a few ms: a keeper forked now takes as long
+        with self._lock:
+            prepared, self._next = self._next, None
+        if prepared is None:
+            return None
+        usable = prepared.zygote is serving and prepared.limits == request.limits
+        if not usable or not serving.alive() or not prepared.job.waiting():
+            prepared.discard()
+            return None
+        try:
+            prepared.group = prepared.group.renamed(cgroups.job_name(request.job_id))
+        except OSError as error:
+            log.info("cgroups cannot be renamed (%s): keepers are forked per job", error)
+            with self._lock:
+                self._prepares = False
+            prepared.discard()
+            return None
+        return prepared
+
+    def _discard_prepared(self) -> None:
+        with self._lock:
+            preparing = self._preparing
+        if preparing is not None and preparing is not threading.current_thread():
+            preparing.join(HELLO_TIMEOUT_S)
+        with self._lock:
+            prepared, self._next = self._next, None
+        if prepared is not None:
+            prepared.discard()
 
 
 def _run_in(
     serving: Zygote,
     request: SandboxRequest,
-    open_group: Callable[[], cgroups.JobCgroup | None],
+    open_group: OpenGroup,
+    prepared: _Prepared | None,
+    started: Callable[[], None],
 ) -> ForkedRun:
+    """Runs the job in the `prepared` keeper, else in one forked now; `started` is called
+    once the job is under way."""
     limits = request.limits
-    group = open_group()
+    group = prepared.group if prepared is not None else open_group(request.job_id)
     try:
-        header = job_header(limits, group, serving.identity.host_uid)
-        job = serving.fork(header, group)
+        if prepared is not None:
+            job = prepared.job
+        else:
+            header = job_header(limits, group, serving.identity.host_uid)
+            job = serving.fork(header, group)
         try:
+            started()
             outcome = exchange(
                 job,
                 stdin=request.stdin,
@@ -443,16 +622,31 @@ def _run_in(
                 kill=lambda: job.kill(group),
             )
         finally:
+            if job.returncode is not None:  # it said "S": its keeper is exiting
+                job.keeper_exited(KEEPER_EXIT_S)  # then the group is empty at once
             job.kill(group)  # nothing outlives its job, even a detached child
             job.close()
         oom = group is not None and group.oom_killed()
     finally:
         if group is not None:
-            try:
-                group.remove()
-            except OSError as error:
-                log.error("cannot remove a job's cgroup: %s", error)
+            _remove_group(group)
+    if prepared is not None and _died_with_its_zygote(outcome, serving):
+        raise ZygoteFailed(f"the zygote died with the job's prepared sandbox: {outcome.returncode}")
     return ForkedRun(outcome, job.set_up, oom)
+
+
+def _died_with_its_zygote(outcome: Exchange, serving: Zygote) -> bool:
+    """A prepared sandbox killed (not by its limits) because its zygote died meanwhile:
+    its job may run again, in a fresh sandbox."""
+    killed = outcome.returncode == 128 + signal.SIGKILL and not outcome.timed_out
+    return killed and not outcome.stdout_exceeded and not serving.alive()
+
+
+def _remove_group(group: cgroups.JobCgroup) -> None:
+    try:
+        group.remove()
+    except OSError as error:
+        log.error("cannot remove a job's cgroup: %s", error)
 
 
 def job_header(limits: Limits, group: cgroups.JobCgroup | None, host_uid: int) -> dict[str, Any]:

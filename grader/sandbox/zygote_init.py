@@ -11,23 +11,27 @@ it reads the job filter (classic BPF, from the worker) and makes itself non-dump
 imports numpy, torch and the harness's modules; seeds every generator and runs one
 autograd pass (lazy initialisations, done once); checks that it still has a single
 thread; compiles /harness/main.py; collects and freezes its heap (`gc.freeze()`: forked
-children then share its pages); says "R" on the control socket. It never runs nor reads
-job code, input or output: per job it receives, on the control socket (SOCK_SEQPACKET),
-one JSON header from the worker (the job's rlimits and /tmp size) and four descriptors
-(the job's link to the worker, stdin's read end, stdout's and stderr's write ends),
-forks, and closes its copies.
+children then share its pages); maps its anonymous memory with huge pages where the
+kernel can (`use_huge_pages`: each of a job's forks then copies a page table entry per
+2 MiB instead of per 4 KiB, and each exit frees as many); says "R" on the control
+socket. It never runs nor reads job code, input or output: per job it receives, on the
+control socket (SOCK_SEQPACKET), one JSON header from the worker (the job's rlimits and
+/tmp size) and four descriptors (the job's link to the worker, stdin's read end,
+stdout's and stderr's write ends), forks, and closes its copies.
 
-The fork, the job's *keeper*, isolates itself before any job data is read:
+The fork, the job's *keeper*, isolates itself before any job data is read (the worker
+may fork it ahead of its job: its harness then waits on stdin until the job comes):
 
     keeper   setsid; the four descriptors at 0-3 and every other one closed (after a
              gc.collect(): a later collection could close a reused number); says "H" on
              the link (the worker learns its host pid from SCM_CREDENTIALS and moves it
-             into the job's cgroups) and waits for "J"; unshares user, mount, pid, ipc,
-             net and uts namespaces (uid and gid mapped to themselves, setgroups denied);
-             makes / private, mounts a fresh size-capped /tmp and a fresh read-only
-             /dev/shm; sets the rlimits; forks the job's init; holds only the link; says
-             "1" when the init reports its set-up done, then "S" and the init's exit
-             status (4 bytes, big endian) when it ends.
+             into the job's cgroups meanwhile); unshares user, mount, pid, ipc, net and
+             uts namespaces (uid and gid mapped to themselves, setgroups denied); makes
+             / private, mounts a fresh size-capped /tmp and a fresh read-only /dev/shm;
+             sets the rlimits; waits for "J" (it is then in the job's cgroups, which
+             every process of the job inherits); forks the job's init; holds only the
+             link; says "1" when the init reports its set-up done, then "S" and the
+             init's exit status (4 bytes, big endian) when it ends.
     init     pid 1 of the new pid namespace: mounts a fresh /proc; forbids further user
              namespaces (user.max_user_namespaces = 0 in its namespace); drops every
              capability (bounding, ambient, effective, permitted, inheritable); sets
@@ -49,6 +53,7 @@ import gc
 import json
 import os
 import random
+import resource
 import select
 import socket
 import struct
@@ -72,6 +77,8 @@ CLONE_NEWNET = 0x40000000
 NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_COLLAPSE = 14, 15, 25
+HUGE_PAGE = 2 << 20
 SHM_BYTES = 4096  # read-only, as in a cold sandbox (its /dev is read-only)
 
 HARNESS_DIR = "/harness"
@@ -116,6 +123,7 @@ def main(argv: list[str]) -> None:
     harness = preload()
     gc.collect()
     gc.freeze()
+    use_huge_pages()
     control.sendall(b"R")
     while True:
         reap()
@@ -195,9 +203,26 @@ def preload() -> CodeType:
     for name in sorted(os.listdir(HARNESS_DIR)):
         if name.endswith(".py") and name != "main.py":
             __import__(name[:-3])
-    warm_up()
     with open(HARNESS_MAIN, encoding="utf-8") as source:
-        return compile(source.read(), HARNESS_MAIN, "exec")
+        main_source = source.read()
+    for name in imported_by(main_source):  # what main.py imports (termios...): once here
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    warm_up()
+    return compile(main_source, HARNESS_MAIN, "exec")
+
+
+def imported_by(source: str) -> list[str]:
+    """The modules a source's top-level `import` statements name."""
+    import ast
+
+    names = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return names
 
 
 def warm_up() -> None:
@@ -214,11 +239,36 @@ def warm_up() -> None:
     (leaf * leaf).sum().backward()
     (leaf * leaf).backward(torch.ones(2))
     torch.autograd.grad((leaf * leaf).sum(), leaf, grad_outputs=torch.tensor(1.0))
+    repr(leaf.grad)  # printing a tensor imports torch's schema check mode (some 4 ms)
     del leaf
+    runner = sys.modules.get("runner")  # the harness's, preloaded: warmed, it skips this per job
+    harness_warm_up = getattr(runner, "warm_up_autograd", None)
+    if callable(harness_warm_up):
+        harness_warm_up()
     reseed()
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         raise RuntimeError(f"the zygote runs {threads} threads after its imports: not forking")
+
+
+def use_huge_pages() -> None:
+    """Collapses the zygote's private anonymous memory (the heap, torch's and numpy's
+    buffers: some 150 MB) into transparent huge pages, in place (MADV_COLLAPSE, Linux
+    6.1): forking and exiting (four of each per job) then walk a few hundred huge page
+    entries instead of tens of thousands of small ones. Memory new faults bring in stays
+    small (MADV_NOHUGEPAGE: a job's heap does not grow by 2 MiB at a time). A kernel that
+    cannot (huge pages off, an older kernel) refuses with an error: then nothing changes."""
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    with open("/proc/self/maps", encoding="ascii") as maps:
+        regions = [line.split() for line in maps]
+    for fields in regions:
+        if fields[1] != "rw-p" or (len(fields) > 5 and fields[5] != "[heap]"):
+            continue  # file mappings are not copied by fork; stacks and vdso are named
+        low, high = (int(address, 16) for address in fields[0].split("-"))
+        start, end = -(-low // HUGE_PAGE) * HUGE_PAGE, high // HUGE_PAGE * HUGE_PAGE
+        if end > start and libc.madvise(start, end - start, MADV_HUGEPAGE) == 0:
+            libc.madvise(start, end - start, MADV_COLLAPSE)
+            libc.madvise(start, end - start, MADV_NOHUGEPAGE)
 
 
 def receive(control: socket.socket) -> tuple[dict | None, list[int]]:
@@ -267,9 +317,9 @@ def keeper(
         os.setsid()
         place(fds)
         say(b"H")
+        isolate(header)  # meanwhile, the worker moves this process into the job's cgroups
         if os.read(LINK_FD, 1) != b"J":
             os._exit(SETUP_FAILED)
-        isolate(header)
         marker_read, marker_write = os.pipe()
         init = os.fork()
         if init == 0:
@@ -321,8 +371,6 @@ def isolate(header: dict) -> None:
     mount("tmpfs", WORKDIR, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     shm_flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
     mount("tmpfs", "/dev/shm", "tmpfs", shm_flags, f"size={SHM_BYTES},mode=1777")
-    import resource
-
     for number, soft, hard in header["rlimits"]:
         resource.setrlimit(int(number), (int(soft), int(hard)))
 
@@ -445,8 +493,8 @@ def reseed() -> None:
     if numpy is not None:
         numpy.random.seed()
     torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.manual_seed(TORCH_DEFAULT_SEED)
+    if torch is not None:  # the CPU generator: torch.manual_seed would queue a CUDA seeding
+        torch.default_generator.manual_seed(TORCH_DEFAULT_SEED)  # (the zygote has no GPU)
 
 
 if __name__ == "__main__":

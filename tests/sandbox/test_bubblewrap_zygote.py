@@ -316,6 +316,9 @@ def test_a_dead_zygote_is_replaced_and_the_next_job_runs(
     assert first is not None
     os.kill(_zygote_python(zygote_backend), signal.SIGKILL)
     assert run(zygote_backend, prefix, "print('after')").stdout == b"after\n"
+    # the sandbox prepared for that job may have served it while its zygote died: at the
+    # latest the job after it finds the zygote dead and replaces it
+    assert run(zygote_backend, prefix, "print('again')").stdout == b"again\n"
     assert zygote_backend.zygote_pid() not in {None, first}
 
 
@@ -350,3 +353,72 @@ def test_a_zygote_started_by_a_thread_that_has_ended_keeps_serving(
     time.sleep(0.5)  # room for a death signal to land; the assertions hold at any moment
     assert run(zygote_backend, job_prefix(), "print('served')").stdout == b"served\n"
     assert zygote_backend.zygote_pid() == first
+
+
+def _prepared_cgroups() -> set[Path]:
+    """The cgroups of keepers this test process's backends prepared ahead of a job."""
+    return {c for c in gradlab_cgroups() if c.name.startswith(f"zygote-next-{os.getpid()}-")}
+
+
+def _await_prepared(others: set[Path]) -> set[Path]:
+    deadline = time.monotonic() + WATCH_TIMEOUT_S
+    while not (prepared := _prepared_cgroups() - others) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return prepared
+
+
+def test_the_next_job_is_prepared_ahead_and_runs_in_cgroups_named_after_itself(
+    zygote_backend: ZygoteBackend,
+) -> None:
+    if not _host_has_job_cgroups():
+        pytest.skip("no per-job cgroups here: keepers are forked per job")
+    others = _prepared_cgroups()
+    prefix = job_prefix()
+    assert run(zygote_backend, prefix, "pass").status is RunStatus.OK
+    prepared = _await_prepared(others)
+    assert prepared, "no keeper was prepared for the next job"
+    result = run(zygote_backend, prefix, "print(open('/proc/self/cgroup').read())")
+    assert result.status is RunStatus.OK, result.message
+    memory = [line for line in result.stdout.decode().splitlines() if ":memory:" in line]
+    assert memory and f"/{prefix}-" in memory[0], result.stdout  # renamed for the job
+    assert not prepared & gradlab_cgroups()
+    assert_no_leftovers(prefix)
+
+
+def _host_has_job_cgroups() -> bool:
+    from grader.sandbox import cgroups
+
+    try:
+        cgroups.open_job_cgroup(
+            cgroups.job_name("probe"), cgroups.JobLimits(1 << 26, 8, 1.0)
+        ).remove()
+    except cgroups.CgroupUnavailable:
+        return False
+    return True
+
+
+def test_closing_a_zygote_backend_removes_the_keeper_it_prepared(
+    make_backend: MakeBackend,
+) -> None:
+    backend = make_backend()
+    others = _prepared_cgroups()
+    assert run(backend, job_prefix(), "pass").status is RunStatus.OK
+    prepared = _await_prepared(others)
+    if not prepared:
+        pytest.skip("no keeper prepared here (no per-job cgroups)")
+    backend.close()
+    assert not prepared & gradlab_cgroups()
+
+
+def test_the_zygote_maps_its_heap_with_huge_pages_where_the_kernel_offers_them(
+    zygote_backend: ZygoteBackend,
+) -> None:
+    """Each job's forks and exits then copy and free a page table entry per 2 MiB."""
+    enabled = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    if not enabled.exists() or "[never]" in enabled.read_text() or (major, minor) < (6, 1):
+        pytest.skip("no transparent huge pages, or no MADV_COLLAPSE (Linux < 6.1)")
+    zygote_backend.prepare()
+    rollup = _read(Path(f"/proc/{_zygote_python(zygote_backend)}/smaps_rollup"))
+    huge_kb = int(rollup.split("\nAnonHugePages:", 1)[1].split()[0])
+    assert huge_kb >= 32 * 1024  # of some 150 MB of heap and buffers

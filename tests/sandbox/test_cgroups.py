@@ -137,3 +137,25 @@ def test_the_folder_of_the_job_groups_weighs_one_task_per_cpu(group: cgroups.Job
         weight_file = cpu.parent.parent / "cpu.shares"
     one_task = cgroups.V2_DEFAULT_WEIGHT if group.version == "v2" else cgroups.V1_DEFAULT_SHARES
     assert int(weight_file.read_text()) >= one_task * (os.cpu_count() or 1)
+
+
+def test_a_renamed_group_keeps_its_processes_and_limits_under_its_new_name(
+    group: cgroups.JobCgroup,
+) -> None:
+    sleeper = start_in(group, "import time\ntime.sleep(600)")
+    deadline = time.monotonic() + 10
+    while sleeper.pid not in group.pids() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    name = cgroups.job_name(job_prefix())
+    try:
+        renamed = group.renamed(name)
+    except OSError as error:  # cgroup v2 cannot rename
+        sleeper.kill()
+        pytest.skip(f"cgroups cannot be renamed here: {error}")
+    assert {f.parent.name for f in renamed.join_files()} == {name}
+    assert not any(f.parent.exists() for f in group.join_files())
+    assert sleeper.pid in renamed.pids()
+    assert renamed.cpu_quota() in (None, (100_000, 100_000))
+    renamed.remove()
+    assert sleeper.wait(timeout=10) == -9
+    assert not any(f.parent.exists() for f in renamed.join_files())
