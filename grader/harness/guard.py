@@ -234,6 +234,8 @@ class Snapshot:
         for name, space in self.spaces.items():
             before = self.taken[name]
             now = self._identities(space)
+            if now == before:
+                continue  # (compared in C: most namespaces are untouched)
             is_module = isinstance(space, types.ModuleType)
             for key in before.keys() | now.keys():
                 if before.get(key) == now.get(key) or key in VOLATILE:

@@ -155,7 +155,7 @@ class Recorder:
         return found
 
     def _wrap(self, original: Callable[..., Any], api: str, root: str) -> Callable[..., Any]:
-        signature = inspect.signature(original)
+        signature = _signature(original)
         recorder = self
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -286,6 +286,23 @@ class Recorder:
 
 SEEDS = {"Tensor.backward": ("self", "gradient"), "autograd.backward": ("tensors", "grad_tensors"),
          "autograd.grad": ("outputs", "grad_outputs")}  # fmt: skip
+
+
+_SIGNATURES: dict[Callable[..., Any], inspect.Signature] = {}
+
+
+def _signature(function: Callable[..., Any]) -> inspect.Signature:
+    """inspect.signature of a function the recorder wraps, computed once per process."""
+    found = _SIGNATURES.get(function)
+    if found is None:
+        found = _SIGNATURES[function] = inspect.signature(function)
+    return found
+
+
+# Computed at import: a zygote imports this module once for all the jobs it forks.
+for _wrapped in (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad):
+    _signature(_wrapped)
+del _wrapped
 
 
 def scaled_seeds(api: str, bound: dict[str, Any], scale: float) -> dict[str, Any]:

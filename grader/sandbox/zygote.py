@@ -70,7 +70,7 @@ _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 # After a zygote failed to start, jobs run cold for this long before it is tried again.
 RETRY_S = 60.0
 ATTEMPTS = 2  # a job the zygote failed to start is given to a fresh one, once
-PREPARED_JOB_ID = "zygote-next"  # a prepared keeper's cgroups, until its job renames them
+PREPARED_JOB_ID = "prepared"  # a prepared sandbox's cgroups, until its job renames them
 
 
 class ZygoteFailed(InfrastructureError):

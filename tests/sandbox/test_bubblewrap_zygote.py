@@ -357,7 +357,7 @@ def test_a_zygote_started_by_a_thread_that_has_ended_keeps_serving(
 
 def _prepared_cgroups() -> set[Path]:
     """The cgroups of keepers this test process's backends prepared ahead of a job."""
-    return {c for c in gradlab_cgroups() if c.name.startswith(f"zygote-next-{os.getpid()}-")}
+    return {c for c in gradlab_cgroups() if c.name.startswith(f"prepared-{os.getpid()}-")}
 
 
 def _await_prepared(others: set[Path]) -> set[Path]:
