@@ -42,10 +42,14 @@ run: sandbox
 	bash scripts/setup-browser.sh --assets-only
 	bash scripts/run.sh
 
+# mypy's cache lives outside the checkout: a fresh clone on the same machine starts from it
+# (mypy re-checks every module whose source or dependencies changed): 23 s -> 2 s.
+MYPY_CACHE_DIR ?= $(HOME)/.cache/gradlab/mypy
+
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/mypy grader platform
+	.venv/bin/mypy --cache-dir "$(MYPY_CACHE_DIR)" grader platform
 
 pytest:
 	bash scripts/test.sh -n $(TEST_PROCESSES)

@@ -25,6 +25,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from contextlib import closing
 from pathlib import Path
 
 from grader.cache import DEFAULT_CACHE_DIR, ReferenceCache
@@ -113,9 +114,9 @@ def _objectives_ok(module: Module, packages: list[Path]) -> bool:
 
 def command_check(args: argparse.Namespace) -> int:
     root = Path(args.path)
-    sandbox, cache = _sandbox(args), _cache(args)
     if (root / MANIFEST).is_file():
-        return EXIT_OK if _check_one(root, sandbox, cache, args) else EXIT_FAILED
+        with closing(_sandbox(args)) as sandbox:
+            return EXIT_OK if _check_one(root, sandbox, _cache(args), args) else EXIT_FAILED
     if not root.is_dir():
         print(f"{root}: not an exercise package or a folder of packages", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -123,7 +124,8 @@ def command_check(args: argparse.Namespace) -> int:
     if not packages:
         print(f"{root}: no exercise packages found", file=sys.stderr)
         return EXIT_BAD_INPUT
-    results = [_check_one(path, sandbox, cache, args) for path in packages]
+    with closing(_sandbox(args)) as sandbox:
+        results = [_check_one(path, sandbox, _cache(args), args) for path in packages]
     passed = sum(results)
     print(f"{passed}/{len(results)} packages valid")
     return EXIT_OK if ok and all(results) else EXIT_FAILED
@@ -165,7 +167,8 @@ def command_run(args: argparse.Namespace) -> int:
         print(f"{args.answer}: cannot be read ({error})", file=sys.stderr)
         return EXIT_BAD_INPUT
     job = GradeJob(package=package, code=code, seed=args.seed, device=args.device)
-    report = grade(job, sandbox=_sandbox(args), cache=_cache(args))
+    with closing(_sandbox(args)) as sandbox:
+        report = grade(job, sandbox=sandbox, cache=_cache(args))
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -175,9 +178,10 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_mutants(args: argparse.Namespace) -> int:
     package = load_package(args.package)
-    results = run_mutants(
-        package, sandbox=_sandbox(args), cache=_cache(args), seed=args.seed, device=args.device
-    )
+    with closing(_sandbox(args)) as sandbox:
+        results = run_mutants(
+            package, sandbox=sandbox, cache=_cache(args), seed=args.seed, device=args.device
+        )
     print(table(package.slug, package.solution, results), flush=True)
     return EXIT_FAILED if any(result.bad for result in results) else EXIT_OK
 

@@ -146,8 +146,8 @@ def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iter
         def warm() -> None:
             _grade_ok(package, code, sandbox, warm_cache, device)
 
-        yield Figures("grade, reference cache cold (2 sandbox runs)", _times(cold, runs))
-        yield Figures("grade, reference cache warm (1 sandbox run)", _times(warm, runs))
+        yield Figures("grade, reference cache cold (reference runs too)", _times(cold, runs))
+        yield Figures("grade, reference cache warm (learner runs only)", _times(warm, runs))
         if sandbox.name == "bubblewrap":
             yield _warm_sandbox_figures(package, code, warm_cache, runs, device)
         yield _zygote_figures(package, code, _zygote_backend(sandbox), warm_cache, runs, device)

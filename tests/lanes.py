@@ -88,6 +88,11 @@ def _folder_of(item: pytest.Item) -> str:
     return relative.parts[0] if len(relative.parts) > 1 else ""
 
 
+# The order tests start in: the slowest kinds first, so that under pytest-xdist the many
+# short tests fill the processes' last minutes instead of one long story running alone.
+START_ORDER = ("browser", "worker", "docker", "sandbox")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
@@ -95,6 +100,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = getattr(item, "fixturenames", ())
         for name in sorted(markers_for(_folder_of(item), fixtures, params)):
             item.add_marker(name)
+    items[:] = slowest_kinds_first(items)
+
+
+def start_rank(markers: Iterable[str]) -> int:
+    """Where a test with these markers starts: 0 for a browser test ... len(START_ORDER)
+    for a test that needs none of the slow parts."""
+    present = set(markers)
+    return next((i for i, name in enumerate(START_ORDER) if name in present), len(START_ORDER))
+
+
+def slowest_kinds_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items ordered by the slowest kind in their module (a module's tests stay
+    together and in their order, so its module-scoped fixtures are set up once)."""
+    ranks: dict[Path, int] = {}
+    for item in items:
+        rank = start_rank(marker.name for marker in item.iter_markers())
+        ranks[item.path] = min(rank, ranks.get(item.path, rank))
+    return sorted(items, key=lambda item: ranks[item.path])
 
 
 # --- the guard -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lanes import FAST_LANE, marker_for_command, marker_for_socket, markers_for
+from lanes import FAST_LANE, marker_for_command, marker_for_socket, markers_for, start_rank
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -139,3 +139,36 @@ def test_the_fast_lane_expression_leaves_out_every_slow_marker() -> None:
 def test_the_makefile_fast_lane_is_the_one_the_guard_knows() -> None:
     makefile = (TESTS_DIR.parent / "Makefile").read_text()
     assert f"FAST_LANE := {FAST_LANE}\n" in makefile
+
+
+def test_a_browser_test_starts_first_and_a_sandbox_test_before_the_fast_ones() -> None:
+    assert start_rank(["browser", "sandbox"]) == 0
+    assert start_rank(["worker", "sandbox"]) < start_rank(["docker"]) < start_rank(["sandbox"])
+    assert start_rank(["sandbox"]) < start_rank([]) == start_rank(["django_db"])
+
+
+def test_the_slowest_kinds_start_first_and_each_module_keeps_its_order(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(LANE_PLUGIN)
+    pytester.makeini("[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n")
+    pytester.makepyfile(
+        test_a_fast="def test_one():\n    pass\n\ndef test_two():\n    pass\n",
+        test_b_mixed=(
+            "import pytest\n\ndef test_fast_first():\n    pass\n\n"
+            "@pytest.mark.sandbox\ndef test_sandboxed():\n    pass\n"
+        ),
+        test_c_browser="import pytest\n\n@pytest.mark.browser\ndef test_story():\n    pass\n",
+    )
+
+    result = pytester.runpytest_subprocess(
+        "-p", "no:django", "-p", "no:cacheprovider", "--collect-only", "-q"
+    )
+
+    assert [line for line in result.outlines if "::" in line] == [
+        "test_c_browser.py::test_story",
+        "test_b_mixed.py::test_fast_first",
+        "test_b_mixed.py::test_sandboxed",
+        "test_a_fast.py::test_one",
+        "test_a_fast.py::test_two",
+    ]

@@ -58,7 +58,13 @@ def test_cli_rejects_an_unknown_device_before_any_sandbox_runs(
 
 
 def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": "platform:.", "GRADLAB_CACHE_DIR": str(cache)}
+    # The zygote (as `make run`'s workers): each package's runs fork from one torch import.
+    env = {
+        **os.environ,
+        "PYTHONPATH": "platform:.",
+        "GRADLAB_CACHE_DIR": str(cache),
+        "GRADLAB_SANDBOX_ZYGOTE": "1",
+    }
     return subprocess.run(
         [sys.executable, "-m", "grader", *args],
         cwd=REPO,

@@ -72,7 +72,7 @@ def write_package(root: Path, extra: str = "") -> Path:
 def test_the_cli_fails_on_a_survivor_and_shows_its_diff_until_it_is_declared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cache = ["--cache-dir", str(tmp_path / "cache")]
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--zygote"]
     # Only "runs without an error" is checked: the hand-written .grad cannot be caught.
     assert main(["mutants", str(write_package(tmp_path)), *cache]) == 1
     out = capsys.readouterr().out

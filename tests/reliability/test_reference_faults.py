@@ -40,7 +40,9 @@ def cold_worker(start_worker: Any, tmp_path: Path) -> Any:
     """start_worker() -> a worker with cold sandboxes and an empty reference cache of its
     own: the first sandbox it starts is the reference's."""
     cache = tmp_path / "empty-reference-cache"
-    return lambda: start_worker(GRADLAB_SANDBOX_WARM="0", GRADLAB_CACHE_DIR=str(cache))
+    return lambda: start_worker(
+        GRADLAB_SANDBOX_WARM="0", GRADLAB_SANDBOX_ZYGOTE="0", GRADLAB_CACHE_DIR=str(cache)
+    )
 
 
 def _submit(client: Any) -> int:

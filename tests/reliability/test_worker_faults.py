@@ -122,7 +122,8 @@ def _descendants(pid: int) -> list[int]:
 def test_a_sandbox_that_hangs_is_killed_and_leaves_no_process(
     start_worker: Any, api: Any, alice_learner: Any
 ) -> None:
-    worker = start_worker(GRADLAB_SANDBOX_WARM="0")
+    # cold: the pool's processes are all there at start (a zygote would start beside them)
+    worker = start_worker(GRADLAB_SANDBOX_WARM="0", GRADLAB_SANDBOX_ZYGOTE="0")
     pool = set(_descendants(worker.process.pid))
     submission_id = _submit(api(alice_learner), "x = 1\nwhile True:\n    pass\n")
 
