@@ -234,8 +234,8 @@ def start_worker(
 ) -> Iterator[Callable[..., Worker]]:
     """start_worker(beat=False, **env) -> a running worker process on the test database.
     Like `make run`'s worker, each pool process forks its jobs from a torch-loaded zygote
-    (started while the worker starts); a test of the cold or warm path passes
-    GRADLAB_SANDBOX_ZYGOTE="0". Its reference cache is the test process's
+    (config.settings.test; started while the worker starts); a test of the cold or warm
+    path passes GRADLAB_SANDBOX_ZYGOTE="0". Its reference cache is the test process's
     (`reference_cache`): a package's reference runs once per test process, not once per
     worker; a test that needs the reference to run passes a GRADLAB_CACHE_DIR of its own."""
     from django.conf import settings
@@ -260,7 +260,6 @@ def start_worker(
             "GRADLAB_QUEUE_GPU": worker_queue,
             "GRADLAB_CACHE_DIR": str(cache_dir),
             "GRADLAB_VAR_DIR": str(tmp_path / "var"),
-            "GRADLAB_SANDBOX_ZYGOTE": "1",
             **extra_env,
         }
         command = [

@@ -4,7 +4,7 @@ import os
 
 import dj_database_url
 
-from config.env import env_int, env_str
+from config.env import env_bool, env_int, env_str
 from config.settings.base import *  # noqa: F403
 from config.settings.base import SECRET_KEY
 
@@ -51,3 +51,7 @@ STORAGES = {
 }
 GRADLAB_RETRY_BACKOFF_SECONDS = 0.5
 GRADLAB_MAX_ATTEMPTS = env_int("GRADLAB_MAX_ATTEMPTS", 3)
+# As `make run`: each process's CPU jobs fork from a torch-loaded zygote (its workers' pool
+# processes and a test process grading in-process alike); a test of the cold or warm path
+# sets GRADLAB_SANDBOX_ZYGOTE=0 for its worker.
+GRADLAB_SANDBOX_ZYGOTE = env_bool("GRADLAB_SANDBOX_ZYGOTE", True)
