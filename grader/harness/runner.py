@@ -121,10 +121,7 @@ def warm_up_autograd() -> None:
 
 
 def reseed() -> None:
-    if os.path.exists("/dev/nvidiactl"):
-        torch.manual_seed(SEED)  # CUDA's generators too, once CUDA starts
-    else:  # no GPU can start here: torch.manual_seed would queue a CUDA seeding (and its
-        torch.default_generator.manual_seed(SEED)  # stack trace) at every call, in vain
+    torch.manual_seed(SEED)
     np.random.seed(SEED)
     random.seed(SEED)
 
