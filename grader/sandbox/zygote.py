@@ -509,7 +509,6 @@ class ZygoteSlot:
         self._discard_prepared()
         if current is not None:
             current.stop()
-        await_job_ends()
 
     def _drop(self, broken: Zygote) -> None:
         with self._lock:
@@ -633,40 +632,10 @@ def _run_in(
     except BaseException:
         _end(job, group)
         raise
-    _end_in_background(job, group)
+    threading.Thread(target=_end, args=(job, group), name="gradlab-job-end", daemon=True).start()
     if prepared is not None and _died_with_its_zygote(outcome, serving):
         raise ZygoteFailed(f"the zygote died with the job's prepared sandbox: {outcome.returncode}")
     return ForkedRun(outcome, job.set_up, oom)
-
-
-_ENDING: set[threading.Thread] = set()  # jobs being ended in the background
-_ENDING_LOCK = threading.Lock()
-
-
-def _end_in_background(job: ZygoteJob, group: cgroups.JobCgroup | None) -> None:
-    """`_end` in a thread of its own (not a daemon: the interpreter's exit waits for it,
-    so that an exiting worker leaves no cgroup behind; `await_job_ends` too)."""
-
-    def end() -> None:
-        try:
-            _end(job, group)
-        finally:
-            with _ENDING_LOCK:
-                _ENDING.discard(thread)
-
-    thread = threading.Thread(target=end, name="gradlab-job-end")
-    with _ENDING_LOCK:
-        _ENDING.add(thread)
-    thread.start()
-
-
-def await_job_ends(timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """Returns once every job ended so far is ended in full (or after `timeout_s`)."""
-    deadline = time.monotonic() + timeout_s
-    with _ENDING_LOCK:
-        ending = list(_ENDING)
-    for thread in ending:
-        thread.join(max(deadline - time.monotonic(), 0.0))
 
 
 def _end(job: ZygoteJob, group: cgroups.JobCgroup | None) -> None:
