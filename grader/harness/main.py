@@ -72,8 +72,7 @@ def read_envelope_line(fd: int) -> bytes:
             readable, _, _ = select.select([fd], [], [], 1.0)
             if readable and _available(fd) == 0:
                 raise BadInput("stdin closed before the job envelope ended")
-            if readable and _available(fd) <= NONCE_LINE:
-                time.sleep(STDIN_WAIT)  # part of the input: let the rest arrive
+            time.sleep(STDIN_WAIT)
             continue
         chunk = os.read(fd, min(ready, READ_CHUNK))
         if not chunk:
