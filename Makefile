@@ -43,7 +43,7 @@ run: sandbox
 	bash scripts/run.sh
 
 # mypy's cache lives outside the checkout: a fresh clone on the same machine starts from it
-# (mypy re-checks every module whose source or dependencies changed): 23 s -> 2 s.
+# (mypy re-checks every module whose source or dependencies changed): 18 s -> 1.6 s.
 MYPY_CACHE_DIR ?= $(HOME)/.cache/gradlab/mypy
 
 lint: setup

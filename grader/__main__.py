@@ -124,8 +124,9 @@ def command_check(args: argparse.Namespace) -> int:
     if not packages:
         print(f"{root}: no exercise packages found", file=sys.stderr)
         return EXIT_BAD_INPUT
+    cache = _cache(args)
     with closing(_sandbox(args)) as sandbox:
-        results = [_check_one(path, sandbox, _cache(args), args) for path in packages]
+        results = [_check_one(path, sandbox, cache, args) for path in packages]
     passed = sum(results)
     print(f"{passed}/{len(results)} packages valid")
     return EXIT_OK if ok and all(results) else EXIT_FAILED
