@@ -24,7 +24,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import casework
@@ -150,6 +150,15 @@ def describe_exception(error: BaseException) -> dict[str, Any]:
     }
 
 
+def warm_sources(files: Iterable[str]) -> None:
+    """Reads the harness's own sources into `linecache` before the audit hook is armed: a
+    stack trace the learner's code (or a library it calls: torch's lazy CUDA seeding,
+    `logging` with `stack_info`) formats while it runs shows the harness's frames, and
+    reading their lines then is not an attempt on the harness's files (FORMAT.md §7)."""
+    for filename in files:
+        linecache.getlines(filename)
+
+
 def compile_source(source: str, filename: str) -> Any:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     return compile(source, filename, "exec", dont_inherit=True)
@@ -198,6 +207,7 @@ class Runner:
         modules.append(sys.modules[__name__])
         spaces = guard.watched_namespaces(modules)
         files = {m.__file__ for m in modules if m.__file__}
+        warm_sources(files)
         self.snapshot = guard.Snapshot(spaces)
         self.audit = guard.AuditGuard(self.tamper, files, guard.protected_objects(spaces))
         self.audit.install()

@@ -85,6 +85,35 @@ z.backward()
     assert_solution_still_passes(grade_code, "chain-rule")
 
 
+def test_a_stack_trace_formatted_inside_backward_reads_no_harness_file_and_is_not_flagged(
+    grade_code: GradeCode,
+) -> None:
+    # The hook runs under the harness's backward wrapper, so the stack it formats shows
+    # harness frames; their lines come from linecache, filled before the hook is armed.
+    code = """
+import logging, traceback
+import torch
+
+stacks = []
+
+def note(grad):
+    stacks.append(traceback.format_stack())
+    logging.getLogger("learner").debug("backward", stack_info=True)
+    return grad
+
+x = torch.tensor(2.0, requires_grad=True)
+y = 3 * x + 4
+y.register_hook(note)
+z = y**2
+z.backward()
+print("stacks", len(stacks))
+"""
+    report = grade_code(roomy("chain-rule"), code)
+    assert "stacks 1" in report.stdout
+    assert report.integrity_flags == ()
+    assert report.passed and report.score == report.max_score, report.message
+
+
 def test_raw_writes_to_the_protocol_descriptor_and_signals_to_the_harness_are_refused(
     grade_code: GradeCode,
 ) -> None:
