@@ -72,7 +72,8 @@ def read_envelope_line(fd: int) -> bytes:
             readable, _, _ = select.select([fd], [], [], 1.0)
             if readable and _available(fd) == 0:
                 raise BadInput("stdin closed before the job envelope ended")
-            time.sleep(STDIN_WAIT)
+            if readable and _available(fd) <= NONCE_LINE:
+                time.sleep(STDIN_WAIT)  # part of the input: let the rest arrive
             continue
         chunk = os.read(fd, min(ready, READ_CHUNK))
         if not chunk:

@@ -17,9 +17,10 @@ the slot that replaces a zygote, and the per-job header, cgroups and clean-up.
                                                     the harness on stdin/stdout
     writes stdin, reads stdout and stderr under
     the wall clock (process.exchange), reads "1"
-    (set up) and "S" + status; awaits the
-    keeper's exit (a pidfd), kills whatever is
-    left in the job's cgroups, removes them
+    (set up) and "S" + status; then, in the
+    background, awaits the keeper's exit (a
+    pidfd), kills whatever is left in the job's
+    cgroups, removes them
 
 Nothing of a job passes through the zygote: its input and output go through the job's
 own pipes, which the zygote holds only between receiving them and forking. The zygote is
@@ -508,6 +509,7 @@ class ZygoteSlot:
         self._discard_prepared()
         if current is not None:
             current.stop()
+        await_job_ends()
 
     def _drop(self, broken: Zygote) -> None:
         with self._lock:
@@ -601,38 +603,85 @@ def _run_in(
     prepared: _Prepared | None,
     started: Callable[[], None],
 ) -> ForkedRun:
-    """Runs the job in the `prepared` keeper, else in one forked now; `started` is called
-    once the job is under way."""
+    """Runs the job in the `prepared` sandbox, else in one forked now; `started` is
+    called once the job is under way. Once its result is in, the job's end (its keeper's
+    exit, what is left in its cgroups killed, the cgroups removed) is seen to in the
+    background: every process of the job but its keeper has ended by then (its init did,
+    taking its pid namespace with it), and the keeper is exiting."""
     limits = request.limits
     group = prepared.group if prepared is not None else open_group(request.job_id)
     try:
         if prepared is not None:
             job = prepared.job
         else:
-            header = job_header(limits, group, serving.identity.host_uid)
-            job = serving.fork(header, group)
-        try:
-            started()
-            outcome = exchange(
-                job,
-                stdin=request.stdin,
-                timeout_s=limits.wall_seconds,
-                stdout_cap=common.stdout_cap(limits),
-                stderr_cap=common.STDERR_CAP_BYTES,
-                kill=lambda: job.kill(group),
-            )
-        finally:
-            if job.returncode is not None:  # it said "S": its keeper is exiting
-                job.keeper_exited(KEEPER_EXIT_S)  # then the group is empty at once
-            job.kill(group)  # nothing outlives its job, even a detached child
-            job.close()
-        oom = group is not None and group.oom_killed()
-    finally:
+            job = serving.fork(job_header(limits, group, serving.identity.host_uid), group)
+    except BaseException:
         if group is not None:
             _remove_group(group)
+        raise
+    try:
+        started()
+        outcome = exchange(
+            job,
+            stdin=request.stdin,
+            timeout_s=limits.wall_seconds,
+            stdout_cap=common.stdout_cap(limits),
+            stderr_cap=common.STDERR_CAP_BYTES,
+            kill=lambda: job.kill(group),
+        )
+        oom = group is not None and group.oom_killed()
+    except BaseException:
+        _end(job, group)
+        raise
+    _end_in_background(job, group)
     if prepared is not None and _died_with_its_zygote(outcome, serving):
         raise ZygoteFailed(f"the zygote died with the job's prepared sandbox: {outcome.returncode}")
     return ForkedRun(outcome, job.set_up, oom)
+
+
+_ENDING: set[threading.Thread] = set()  # jobs being ended in the background
+_ENDING_LOCK = threading.Lock()
+
+
+def _end_in_background(job: ZygoteJob, group: cgroups.JobCgroup | None) -> None:
+    """`_end` in a thread of its own (not a daemon: the interpreter's exit waits for it,
+    so that an exiting worker leaves no cgroup behind; `await_job_ends` too)."""
+
+    def end() -> None:
+        try:
+            _end(job, group)
+        finally:
+            with _ENDING_LOCK:
+                _ENDING.discard(thread)
+
+    thread = threading.Thread(target=end, name="gradlab-job-end")
+    with _ENDING_LOCK:
+        _ENDING.add(thread)
+    thread.start()
+
+
+def await_job_ends(timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Returns once every job ended so far is ended in full (or after `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    with _ENDING_LOCK:
+        ending = list(_ENDING)
+    for thread in ending:
+        with contextlib.suppress(RuntimeError):  # not started: its starter was interrupted
+            thread.join(max(deadline - time.monotonic(), 0.0))
+
+
+def _end(job: ZygoteJob, group: cgroups.JobCgroup | None) -> None:
+    """Nothing of the job outlives it, even a detached child: its keeper's exit awaited
+    (it exits once it has said "S"; the group is then empty at once), whatever is left
+    killed, its descriptors closed, its cgroups removed."""
+    try:
+        if job.returncode is not None:
+            job.keeper_exited(KEEPER_EXIT_S)
+        job.kill(group)
+        job.close()
+    finally:
+        if group is not None:
+            _remove_group(group)
 
 
 def _died_with_its_zygote(outcome: Exchange, serving: Zygote) -> bool:

@@ -422,3 +422,96 @@ def test_the_zygote_maps_its_heap_with_huge_pages_where_the_kernel_offers_them(
     rollup = _read(Path(f"/proc/{_zygote_python(zygote_backend)}/smaps_rollup"))
     huge_kb = int(rollup.split("\nAnonHugePages:", 1)[1].split()[0])
     assert huge_kb >= 32 * 1024  # of some 150 MB of heap and buffers
+
+
+def test_a_closed_backend_has_ended_its_last_job_in_full(make_backend: MakeBackend) -> None:
+    """A job's end (its cgroups' removal) runs after its result: closing waits for it."""
+    backend = make_backend()
+    prefix = job_prefix()
+    assert run(backend, prefix, "pass").status is RunStatus.OK
+    backend.close()
+    assert not [c for c in gradlab_cgroups() if c.name.startswith(prefix)]
+
+
+def test_closing_a_backend_just_after_a_job_ends_that_job_and_the_prepared_sandbox_in_full(
+    make_backend: MakeBackend,
+) -> None:
+    """Closed while its last job's end is still under way in the background and the next
+    job's sandbox is prepared: close returns well within the bound, and nothing of either
+    is left (no cgroup, so no process)."""
+    backend = make_backend()
+    others = _prepared_cgroups()
+    prefix = job_prefix()
+    assert run(backend, prefix, "pass").status is RunStatus.OK
+    assert run(backend, prefix, DETACHED_SLEEPER).status is RunStatus.OK
+    prepared = _await_prepared(others)
+    started = time.monotonic()
+    backend.close()
+    assert time.monotonic() - started < ENDING_BOUND_S
+    assert not prepared & gradlab_cgroups()
+    assert not [c for c in gradlab_cgroups() if c.name.startswith(prefix)]
+    assert_no_leftovers(prefix)
+
+
+ENDING_BOUND_S = 30.0  # generous: a correct end takes well under a second
+# a job that leaves a detached process behind: its end (in the background) must kill it
+DETACHED_SLEEPER = (
+    "import subprocess, sys\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)  # TOKEN'],"
+    " start_new_session=True)\n"
+)
+EXITING = """
+import os, signal, sys, time
+sys.path.insert(0, {tests!r})
+from sandbox_helpers import RAW_HARNESS, raw_job
+from grader.protocol import Limits, SandboxRequest
+from grader.sandbox.bubblewrap import BubblewrapSandbox
+
+backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # as a Celery pool process's
+for n, code in enumerate(["pass", {sleeper!r}]):
+    result = backend.run(SandboxRequest(f"{prefix}-{{n}}", raw_job(code), Limits()))
+    assert result.status.value == "ok", result.message
+print(backend.zygote_pid(), flush=True)
+if {wait_for_signal!r}:
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("how", ["returns", "sigterm"])
+def test_a_process_ending_just_after_a_zygote_job_ends_promptly_and_leaves_nothing(
+    how: str,
+) -> None:
+    """A process whose last job's end is still under way in the background (its detached
+    child to kill, its cgroups to remove) and whose next job's sandbox is prepared, ends
+    by returning from its program or by SystemExit from its SIGTERM handler: its exit
+    waits for that end, within the bound, and leaves no cgroup (its jobs', the prepared
+    sandbox's, its zygote's), no process of its jobs and no zygote."""
+    import subprocess
+    import sys
+
+    if not _host_has_job_cgroups():
+        pytest.skip("no per-job cgroups here")
+    prefix = job_prefix()
+    program = textwrap.dedent(EXITING).format(
+        tests=str(Path(__file__).resolve().parent), sleeper=DETACHED_SLEEPER,
+        prefix=prefix, wait_for_signal=how == "sigterm",
+    )  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'platform'}"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", program], cwd=root, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    zygote = process.stdout.readline().strip()
+    assert zygote.isdigit(), process.communicate(timeout=WATCH_TIMEOUT_S)[1].decode()[-2000:]
+    started = time.monotonic()
+    if how == "sigterm":
+        process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=WATCH_TIMEOUT_S)
+    assert time.monotonic() - started < ENDING_BOUND_S
+    assert process.returncode == (143 if how == "sigterm" else 0), stderr.decode()[-2000:]
+    assert not [c for c in gradlab_cgroups() if f"-{process.pid}-" in c.name]
+    assert_no_leftovers(prefix)
+    assert not Path(f"/proc/{zygote.decode()}").exists() or _is_zombie(int(zygote))
