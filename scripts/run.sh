@@ -6,6 +6,23 @@
 # stopping) stops all of them, and so does the death of whatever started this script.
 # Honours DATABASE_URL (default: SQLite in var/), REDIS_URL, PORT, HOST.
 set -euo pipefail
+
+# A shell cannot trap a signal that was ignored when it started, and whatever a
+# non-interactive shell starts in the background (a script's `make run &`, a test suite
+# started with `&`, as a CI job may be) starts with SIGINT ignored: Ctrl-C would then stop
+# nothing. Such a start runs this script again, once, with SIGINT at its default (GNU env),
+# so that the trap below sees it. The pid stays the same (exec).
+sigint_ignored() {
+  local mask
+  mask=$(sed -n 's/^SigIgn:[[:space:]]*//p' "/proc/$$/status" 2>/dev/null) || return 1
+  [ -n "$mask" ] && (( (16#$mask & 2) != 0 ))
+}
+if [ -z "${GRADLAB_RUN_SIGINT_RESET:-}" ] && sigint_ignored \
+  && env --default-signal=INT true 2>/dev/null; then
+  exec env --default-signal=INT GRADLAB_RUN_SIGINT_RESET=1 bash "$0" "$@"
+fi
+unset GRADLAB_RUN_SIGINT_RESET
+
 cd "$(dirname "$0")/.."
 
 export PYTHONPATH=platform:.
