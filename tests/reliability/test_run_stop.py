@@ -1,9 +1,12 @@
 """`make run` (scripts/run.sh) stops everything it started, every time: started on a
 private port with SQLite and the test Redis database, then stopped by SIGTERM, started
 again on the same database and var directory, and stopped by Ctrl-C (SIGINT to its
-foreground process group). Afterwards no process of it remains (found by a marker in the
-environment every child inherits, and by the process groups it reported) and its port is
-free. Its scheduler is supervised: a killed `celery beat` is started again."""
+foreground process group), also when it was started with SIGINT ignored (as whatever a
+non-interactive shell starts in the background is: a test suite or CI job started with
+`&`; a shell cannot trap a signal ignored on entry). Afterwards no process of it remains
+(found by a marker in the environment every child inherits, and by the process groups it
+reported) and its port is free. Its scheduler is supervised: a killed `celery beat` is
+started again."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ START_TIMEOUT_S = 300.0
 STOP_TIMEOUT_S = 60.0
 GROUP_LINE = re.compile(r"started (\w+) \(process group (\d+)\)")
 MARKER = "GRADLAB_RUN_TEST_MARKER"
+SIGINT_OPTIONS = {"default": "default", "ignored": "ignore"}  # GNU env: --<option>-signal=INT
 
 
 def _free_port() -> int:
@@ -85,7 +89,10 @@ class RunScript:
         self.process: subprocess.Popen[bytes] | None = None
         self.log = tmp_path / "run-0.log"
 
-    def start(self) -> None:
+    def start(self, *, sigint: str = "default") -> None:
+        """`sigint`: how run.sh finds SIGINT when it starts, "default" (a terminal's
+        foreground job) or "ignored" (a non-interactive shell's background job), whatever
+        this test process was given."""
         self.round += 1
         self.log = self.tmp_path / f"run-{self.round}.log"
         queue = f"grading-stop-{os.getpid()}-{self.port}"
@@ -106,7 +113,8 @@ class RunScript:
         env[name] = value
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                ["bash", "scripts/run.sh"], cwd=ROOT, env=env, stdout=out,
+                ["env", f"--{SIGINT_OPTIONS[sigint]}-signal=INT", "bash", "scripts/run.sh"],
+                cwd=ROOT, env=env, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         wait_for(lambda: "gradlab is running" in self.output() or self.process.poll() is not None,
@@ -144,8 +152,9 @@ def _stop(script: RunScript, how: signal.Signals) -> None:
 def test_run_script_leaves_no_process_and_frees_its_port_on_sigterm_and_ctrl_c_each_time(
     run_script: RunScript,
 ) -> None:
-    for how in (signal.SIGTERM, signal.SIGINT):
-        run_script.start()
+    rounds = [(signal.SIGTERM, "default"), (signal.SIGINT, "default"), (signal.SIGINT, "ignored")]
+    for how, sigint in rounds:
+        run_script.start(sigint=sigint)
         groups = run_script.groups()
         assert set(groups) >= {"worker", "beat", "web", "watchdog"}, run_script.output()
         assert _processes_with(run_script.marker)
@@ -153,9 +162,10 @@ def test_run_script_leaves_no_process_and_frees_its_port_on_sigterm_and_ctrl_c_e
         _stop(run_script, how)
 
         assert "run: stopped" in run_script.output()
-        assert _processes_with(run_script.marker) == [], f"{how.name}: left running"
-        assert _in_sessions(set(groups.values())) == [], f"{how.name}: left running"
-        assert _port_is_free(run_script.port), f"{how.name}: port {run_script.port} still bound"
+        name = f"{how.name} (SIGINT {sigint} at start)"
+        assert _processes_with(run_script.marker) == [], f"{name}: left running"
+        assert _in_sessions(set(groups.values())) == [], f"{name}: left running"
+        assert _port_is_free(run_script.port), f"{name}: port {run_script.port} still bound"
 
 
 def _beat_pids(script: RunScript) -> list[int]:
