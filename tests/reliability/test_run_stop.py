@@ -30,6 +30,7 @@ START_TIMEOUT_S = 300.0
 STOP_TIMEOUT_S = 60.0
 GROUP_LINE = re.compile(r"started (\w+) \(process group (\d+)\)")
 MARKER = "GRADLAB_RUN_TEST_MARKER"
+SIGNAL_FIELDS = ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
 SIGINT_OPTIONS = {"default": "default", "ignored": "ignore"}  # GNU env: --<option>-signal=INT
 
 
@@ -146,7 +147,30 @@ def _stop(script: RunScript, how: signal.Signals) -> None:
         os.killpg(script.process.pid, signal.SIGINT)
     else:
         script.process.send_signal(how)
-    script.process.wait(timeout=STOP_TIMEOUT_S)
+    try:
+        script.process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"run.sh ignored {how.name} for {STOP_TIMEOUT_S:.0f} s: "
+                    f"{_signal_state(script.process.pid)}\n{script.output()[-3000:]}")  # fmt: skip
+
+
+def _signal_state(pid: int) -> str:
+    """What a stuck shell was doing: its state, its pending, blocked, ignored and caught
+    signals, the kernel function it sleeps in, and its children."""
+    proc = Path(f"/proc/{pid}")
+    try:
+        lines = (proc / "status").read_text().splitlines()
+        status = [line for line in lines if line.startswith(SIGNAL_FIELDS)]
+        wchan = (proc / "wchan").read_text()
+        children = (proc / "task" / str(pid) / "children").read_text().split()
+    except OSError as error:
+        return f"no state of pid {pid}: {error}"
+    commands = []
+    for child in children:
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            commands.append(b" ".join(argv).decode(errors="replace"))
+    return f"{'; '.join(status)}; wchan={wchan}; children={commands}"
 
 
 def test_run_script_leaves_no_process_and_frees_its_port_on_sigterm_and_ctrl_c_each_time(
