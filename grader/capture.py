@@ -259,6 +259,10 @@ class Provenance:
     steps: tuple[StepRecord, ...] = ()
     steps_truncated: bool = False
     last_step: StepRecord | None = None
+    shifted: tuple[str, ...] | None = None  # a run with other starting values: the leaves moved
+
+
+MAX_SHIFTED = 1_000  # fingerprints of moved leaves (grader/harness/shift.py)
 
 
 @dataclass(frozen=True)
@@ -404,7 +408,16 @@ def _provenance(raw: Any) -> Provenance | None:
         steps=tuple(_step(s, f"provenance.steps[{i}]") for i, s in enumerate(steps)),
         steps_truncated=_bool(obj.get("steps_truncated", False), "provenance.steps_truncated"),
         last_step=None if last_step is None else _step(last_step, "provenance.last_step"),
+        shifted=_shifted(obj.get("shifted")),
     )
+
+
+def _shifted(raw: Any) -> tuple[str, ...] | None:
+    """The fingerprints of the leaves a run with other starting values moved."""
+    if raw is None:
+        return None
+    items = _list(raw, "provenance.shifted", MAX_SHIFTED)
+    return tuple(_str(item, f"provenance.shifted[{i}]")[:64] for i, item in enumerate(items))
 
 
 def _step(raw: Any, where: str) -> StepRecord:

@@ -21,7 +21,8 @@ every gradient seed of the learner's calls by it before the original runs: the i
 1.0 of a scalar root, an explicit `gradient=` / `grad_tensors=` / `grad_outputs=`
 (floating-point tensors only; anything else is passed on untouched, so every error the
 call would raise stays the same). Every gradient autograd computes then follows the
-scale, and so does every value derived from one; a value typed in does not.
+scale, and so does every value derived from one; a value typed in does not. The same run
+also starts from other values (shift.py): a fake loss root follows the scale, not those.
 """
 
 from __future__ import annotations
