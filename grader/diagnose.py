@@ -152,10 +152,11 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
     ),
     Diagnosis(
         "not-from-autograd",
-        "Value does not follow the gradients",
-        "The value is right at the exercise's inputs but does not change when the gradients "
-        "change (typed in or worked out by hand): take it from what autograd computed, for "
-        "example x.grad.clone().",
+        "Value right only at the exercise's inputs",
+        "The value is right at the exercise's inputs but not when the starting values or the "
+        "gradients change (typed in, worked out by hand, or from a stand-in for the loss "
+        "built to match at those inputs): compute the real loss from your tensors and take "
+        "the value from what autograd computed, for example x.grad.clone().",
     ),
     Diagnosis(
         "wrong-backward-root",

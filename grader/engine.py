@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import itertools
 import json
 import secrets
 import signal
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -96,7 +98,10 @@ def _envelope_limits(limits: Limits) -> dict[str, int]:
 
 
 def reference_envelope(
-    package: Package, seed: int, grad_scale: float | None = None
+    package: Package,
+    seed: int,
+    grad_scale: float | None = None,
+    shift: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     manifest = package.manifest
     files = {"submission.py": package.solution}
@@ -112,6 +117,8 @@ def reference_envelope(
         envelope.update(entry=manifest.entry, seed=seed, trials=manifest.trials)
     if grad_scale is not None:
         envelope["grad_scale"] = grad_scale
+    if shift is not None:
+        envelope["shift"] = shift
     envelope["files"] = files
     return envelope
 
@@ -163,14 +170,19 @@ def reference_capture(
     sandbox: Sandbox,
     cache: ReferenceCache | None,
     grad_scale: float | None = None,
+    shift: Transform | None = None,
+    indices: Sequence[int] | None = None,
 ) -> Capture:
     """The reference's capture, from the cache or from a fresh sandbox run (`grad_scale`:
-    the run with every gradient seed scaled, `scaled_reference`)."""
+    the run with every gradient seed scaled; `shift`: with other starting values, moving
+    every leaf, or with `indices` only the leaves of those positions: `scaled_reference`)."""
     where = reference_device(package, device)
     function = package.manifest.kind == "function"
     runtime = f"{sandbox.runtime_key(where)} harness-{publish.digest_of(PACKAGE_HARNESS)}"
     if grad_scale is not None:
         runtime += f" grad-scale-{grad_scale!r}"
+    if shift is not None:
+        runtime += f" {shift.key(indices)}"
     key = cache_key(package.content_hash, seed if function else None, runtime, where)
     if cache is not None:
         cached = cache.get(key)
@@ -179,7 +191,8 @@ def reference_capture(
                 return validate_capture(cached)
             except CaptureError:
                 pass
-    envelope = reference_envelope(package, seed, grad_scale)
+    moved = None if shift is None else shift.envelope(None, indices)
+    envelope = reference_envelope(package, seed, grad_scale, moved)
     run = run_envelope(sandbox, envelope, package.manifest.limits, where, f"reference-{key[:12]}")
     capture = _checked_reference(package, run)
     if cache is not None:
@@ -338,9 +351,13 @@ def grade_with_capture(
     worker's GPU, or on a CPU worker the harness's stand-in GPU: envelope `stand_in`,
     grader/harness/standin.py) and once without one (a sandbox without the GPU).
 
-    A script exercise whose reference values follow the gradients runs once more with
-    every gradient seed scaled (`scaled_reference`): a value typed in, or computed by
-    hand, is right at the fixed inputs but does not follow the scale (`not-from-autograd`).
+    A script exercise whose reference values change in it runs once more with other
+    starting values and every gradient seed scaled (`scaled_reference`): a value typed in,
+    computed by hand, or a fake loss built to be right at the fixed inputs does not follow
+    (`not-from-autograd`). That run is graded against a reference run that moved exactly
+    the leaves the learner's run moved (`second_run_references`), so an honest solution
+    whose leaves the harness did not move is judged at the same starting values as the
+    reference's, never failed for it.
 
     Each check passes only where it passes in every run that judges it (`combine_runs`)."""
     package = job.package
@@ -364,10 +381,17 @@ def grade_with_capture(
     ]
     if scaled.capture is not None and _scaled_run_can_judge(labelled, scaled.checks):
         report, learner = _learner_report(
-            job, scaled.capture, job.device, None, sandbox, "scaled", scaled.scale
+            job, scaled.capture, job.device, None, sandbox, "scaled", scaled.scale, scaled.moves()
         )
-        report = followed_by_power(package, report, learner, reference, scaled)
-        labelled.append((SCALED, not_following(package, report, scaled.checks), scaled.checks))
+        candidates = [scaled]
+        if report.status == "graded":
+            candidates = second_run_references(
+                package, reference, scaled, learner, seed=job.seed, device=job.device,
+                sandbox=sandbox, cache=cache,
+            )  # fmt: skip
+        report, judged = any_assignment(package, report, learner, reference, candidates, scaled)
+        if judged:
+            labelled.append((SCALED, not_following(package, report, judged), judged))
     if len(labelled) == 1:
         return labelled[0][1], capture
     return combine_runs(labelled), capture
@@ -387,22 +411,79 @@ def _scaled_run_can_judge(
 
 WITH_GPU = "on a machine with a GPU: "
 WITHOUT_GPU = "on a machine without a GPU: "
-SCALED = "in a second run with every gradient scaled: "
+SCALED = "in a second run with other starting values and every gradient scaled: "
 GRAD_SCALE = 0.75  # exact in binary floating point: scaled exact values stay exact
 NOT_FOLLOWING = "not-from-autograd"
 
 
 @dataclass(frozen=True)
+class Transform:
+    """The second run's other starting values: every leaf the code creates that requires
+    grad becomes `scale * x + offset` (envelope `shift`, grader/harness/shift.py)."""
+
+    scale: float
+    offset: float
+
+    def envelope(
+        self, allowed: Sequence[str] | None, indices: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        """The envelope's `shift`: with neither list every leaf moves (the reference's own
+        run); `allowed`: only leaves of those fingerprints, each once (a learner's run);
+        `indices`: only the leaves of those positions in creation order (a reference run
+        limited to the leaves a learner's run moved)."""
+        moved: dict[str, Any] = {"scale": self.scale, "offset": self.offset}
+        moved["allowed"] = None if allowed is None else list(allowed)
+        moved["indices"] = None if indices is None else sorted(indices)
+        return moved
+
+    def key(self, indices: Sequence[int] | None) -> str:
+        """The reference cache's runtime words for a reference run with this transform."""
+        key = f"shift-{self.scale!r}x+{self.offset!r}"
+        if indices is None:
+            return key
+        listed = ",".join(str(index) for index in sorted(indices))
+        return f"{key} indices-{hashlib.sha256(listed.encode()).hexdigest()[:16]}"
+
+
+# scale > 0 and offset > 0 keep a positive value positive; 1 - scale holds a factor 3, so
+# no binary floating-point value is a fixed point; values with few binary digits stay exact.
+TRANSFORMS = (
+    Transform(1.75, 0.5),
+    Transform(1.375, 0.25),
+    Transform(0.625, 0.5),
+    Transform(1.1875, 0.5),
+)
+
+
+def transform_for(seed: int) -> Transform:
+    """The job's transform, drawn by its hidden seed: the second run's values cannot be
+    read off the repository in advance (the reference cache key names the transform)."""
+    return TRANSFORMS[seed % len(TRANSFORMS)]
+
+
+@dataclass(frozen=True)
 class ScaledReference:
-    """The reference's run with every gradient seed scaled by `scale` (envelope
-    `grad_scale`, grader/harness/instrument.py), and the checks whose verdict it changes:
-    those the scaled capture fails against the plain one (their reference value follows
-    the gradients). `capture` is None where no check does, or for function exercises
-    (their hidden inputs already change every value a constant could match)."""
+    """The reference's second run: other starting values (`shift`, envelope `shift`,
+    grader/harness/shift.py) and every gradient seed scaled by `scale` (envelope
+    `grad_scale`, grader/harness/instrument.py); the checks whose verdict it changes:
+    those its capture fails against the plain one (their reference value depends on the
+    starting values or follows the gradients). `capture` is None where no check does, or
+    for function exercises (their hidden inputs already change every value a constant
+    could match). `base`: the same starting values, gradients unscaled (what
+    `followed_by_power` scales); `shifted`: the fingerprints of the leaves it moved;
+    `indices`: the positions of the leaves the run was limited to (None: every leaf)."""
 
     capture: Capture | None
     checks: frozenset[int]
     scale: float = GRAD_SCALE
+    shift: Transform | None = None
+    base: Capture | None = None
+    shifted: tuple[str, ...] = ()
+    indices: tuple[int, ...] | None = None
+
+    def moves(self) -> dict[str, Any] | None:
+        """The learner envelope's `shift`: move only leaves the reference's run moved."""
+        return None if self.shift is None else self.shift.envelope(self.shifted)
 
 
 def scaled_reference(
@@ -413,16 +494,119 @@ def scaled_reference(
     device: str,
     sandbox: Sandbox,
     cache: ReferenceCache | None,
+    indices: Sequence[int] | None = None,
+    shift: Transform | None = None,
 ) -> ScaledReference:
-    """The scaled run's reference (see `ScaledReference`)."""
+    """The second run's reference (see `ScaledReference`), moving every leaf or, with
+    `indices`, only the leaves of those positions (`second_run_references`), by `shift`
+    (default: the seed's, `transform_for`)."""
     if package.manifest.kind != "script":
         return ScaledReference(None, frozenset())
-    capture = reference_capture(
-        package, seed=seed, device=device, sandbox=sandbox, cache=cache, grad_scale=GRAD_SCALE
-    )
+    shift = shift or transform_for(seed)
+
+    def run(grad_scale: float | None) -> Capture:
+        return reference_capture(
+            package, seed=seed, device=device, sandbox=sandbox, cache=cache,
+            grad_scale=grad_scale, shift=shift, indices=indices,
+        )  # fmt: skip
+
+    capture = run(GRAD_SCALE)
     report = build_report(package, capture, reference, "", 0.0)
     checks = frozenset(i for i, check in enumerate(report.checks) if not check.passed)
-    return ScaledReference(capture if checks else None, checks)
+    listed = None if indices is None else tuple(sorted(indices))
+    if not checks:
+        return ScaledReference(None, checks, shift=shift, indices=listed)
+    base = run(None)
+    moved = capture.provenance.shifted if capture.provenance is not None else None
+    return ScaledReference(capture, checks, GRAD_SCALE, shift, base, moved or (), listed)
+
+
+MAX_ASSIGNMENTS = 8  # reference runs tried for one learner run whose moved leaves differ
+
+
+def second_run_references(
+    package: Package,
+    reference: Capture,
+    scaled: ScaledReference,
+    learner: Capture | None,
+    *,
+    seed: int,
+    device: str,
+    sandbox: Sandbox,
+    cache: ReferenceCache | None,
+) -> list[ScaledReference]:
+    """The references the learner's second run may be graded against: `[scaled]` where
+    the learner's run moved the same leaves (the same fingerprints, as many times) as the
+    reference's; otherwise reference runs limited to as many leaves of each fingerprint as
+    the learner's run moved (each cached by its positions), one per way of choosing them
+    among the reference's leaves of that fingerprint (two leaves of 3.0, the learner moved
+    one: which one is not known; at most MAX_ASSIGNMENTS, in creation order). A leaf made by
+    a route the harness does not hook, or unlike the reference's (another shape or dtype),
+    was not moved: neither is the reference's. A run without a result keeps `[scaled]`."""
+    if learner is None or scaled.shift is None:
+        return [scaled]
+    moved = learner.provenance.shifted if learner.provenance is not None else None
+    counts = Counter(moved or ())
+    if counts == Counter(scaled.shifted):
+        return [scaled]
+    positions: dict[str, list[int]] = {}
+    for index, mark in enumerate(scaled.shifted):
+        positions.setdefault(mark, []).append(index)
+    choices = [
+        list(itertools.combinations(places, min(counts[mark], len(places))))
+        for mark, places in positions.items()
+    ]
+    found = []
+    for chosen in itertools.islice(itertools.product(*choices), MAX_ASSIGNMENTS):
+        indices = sorted(index for group in chosen for index in group)
+        found.append(
+            scaled_reference(
+                package,
+                reference,
+                seed=seed,
+                device=device,
+                sandbox=sandbox,
+                cache=cache,
+                indices=indices,
+                shift=scaled.shift,
+            )
+        )
+    return found
+
+
+def any_assignment(
+    package: Package,
+    report: Report,
+    learner: Capture | None,
+    reference: Capture,
+    candidates: Sequence[ScaledReference],
+    scaled: ScaledReference,
+) -> tuple[Report, frozenset[int]]:
+    """The second run's report and the checks it judges, from the references it may be
+    graded against (`second_run_references`): a check is judged where every one judges it,
+    and passes where it passes against one of them (the honest learner's is among them)."""
+    graded: list[tuple[Report, frozenset[int]]] = []
+    for candidate in candidates:
+        if candidate.capture is None:
+            return report, frozenset()
+        mine = report
+        if candidate is not scaled and learner is not None:
+            mine = build_report(
+                package, learner, candidate.capture, report.runtime, report.duration_s
+            )
+        graded.append(
+            (followed_by_power(package, mine, learner, reference, candidate), candidate.checks)
+        )
+    judged = frozenset.intersection(*(checks for _, checks in graded))
+    first = graded[0][0]
+    checks = list(first.checks)
+    for index in judged:
+        if checks[index].passed:
+            continue
+        passing = [r.checks[index] for r, _ in graded[1:] if r.checks[index].passed]
+        if passing:
+            checks[index] = passing[0]
+    return replace(first, checks=tuple(checks)), judged
 
 
 POWERS = (1, 2, 3, 4)  # a value n chained gradient computations deep scales by scale ** n
@@ -436,7 +620,8 @@ def followed_by_power(
     scaled: ScaledReference,
 ) -> Report:
     """The scaled run's report, where each judged check it fails passes if the learner's
-    value is the plain reference's times `scale ** n` (POWERS): a second derivative or a
+    value is the reference's at the same starting values (`scaled.base`: unscaled; the
+    plain reference without a shift) times `scale ** n` (POWERS): a second derivative or a
     Hessian-vector product scales by the scale once per gradient computation in its
     chain, and an honest chain may be longer or shorter than the reference's
     (`torch.autograd.functional.hvp` takes three, `grad(g, w, grad_outputs=v)` two). A
@@ -447,8 +632,9 @@ def followed_by_power(
     if not failing:
         return report
     checks = list(report.checks)
+    base = scaled.base if scaled.base is not None else reference
     for power in POWERS:
-        powered = scaled_values(reference, scaled.scale**power)
+        powered = scaled_values(base, scaled.scale**power)
         for index in list(failing):
             outcome = run_check(package.manifest.checks[index], learner, powered)
             if outcome.passed:
@@ -573,9 +759,10 @@ def _learner_report(
     sandbox: Sandbox,
     suffix: str,
     grad_scale: float | None = None,
+    shift: dict[str, Any] | None = None,
 ) -> tuple[Report, Capture | None]:
-    """Runs the learner's code once (on `device`, with a stand-in GPU and every gradient
-    seed scaled by `grad_scale` when asked)."""
+    """Runs the learner's code once (on `device`, with a stand-in GPU, every gradient
+    seed scaled by `grad_scale` and other starting values (`shift`) when asked)."""
     package = job.package
     limits = package.manifest.limits
     runtime = sandbox.runtime_key(job.device)
@@ -584,6 +771,8 @@ def _learner_report(
         envelope["stand_in"] = stand_in
     if grad_scale is not None:
         envelope["grad_scale"] = grad_scale
+    if shift is not None:
+        envelope["shift"] = shift
     job_id = f"{job.job_id}-{suffix}" if suffix else job.job_id
     started = time.perf_counter()
     run = run_envelope(sandbox, envelope, limits, device, job_id)

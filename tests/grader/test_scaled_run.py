@@ -7,11 +7,17 @@ reference's) follow the scale and keep full marks. All graded through the real s
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from conftest import GradeCode
 from grading_helpers import failed_diagnoses
 
+from grader.capture import Capture, TensorValue, parse_result
 from grader.diagnose import DIAGNOSES
+from grader.engine import SCALED, TENSOR_ELEMENTS, run_envelope
+from grader.protocol import Limits, RunStatus
+from grader.sandbox.base import Sandbox
 
 pytestmark = pytest.mark.sandbox
 
@@ -83,7 +89,7 @@ def test_a_value_typed_in_or_worked_out_by_hand_is_not_from_autograd(
         named = [c for c in report.checks if fragment in c.name]
         assert [c.diagnosis for c in named] == [slug], found
         assert named[0].hint == DIAGNOSES[slug].hint
-        assert named[0].message.startswith("in a second run with every gradient scaled: ")
+        assert named[0].message.startswith(SCALED)
 
 
 # (id, package, code): honest solutions that differ from the reference's in the way the
@@ -159,3 +165,247 @@ def test_a_script_whose_values_follow_no_gradient_runs_once(grade_code: GradeCod
     report = grade_code("training-loop", code)
     assert not report.passed
     assert all(not c.message.startswith("in a second run") for c in report.checks)
+
+
+# -- other starting values (grader/harness/shift.py) --------------------------------------
+
+LINEAR = "x = torch.tensor(2.0)\ntarget = torch.tensor(10.0)\n"
+LINEAR_LOSS = "prediction = w * x + b\nloss = (prediction - target) ** 2\nloss.backward()\n"
+
+# (id, package, code, {check name fragment: diagnosis}): right at the fixed inputs, and
+# right in a run with only the gradients scaled; wrong at other starting values.
+FIXED_INPUTS_ONLY: list[tuple[str, str, str, dict[str, str]]] = [
+    (
+        "fake-linear-loss-root",
+        "linear-regression-gradient",
+        HEADER + LINEAR + "w = torch.tensor(3.0, requires_grad=True)\n"
+        "b = torch.tensor(1.0, requires_grad=True)\nprediction = w * x + b\n"
+        "loss = 9.0 - 12.0 * (w - 3.0) - 6.0 * (b - 1.0)\nloss.backward()\n",
+        {"w.grad": "not-from-autograd", "b.grad": "not-from-autograd",
+         "loss is the squared error": "not-from-autograd"},
+    ),
+    (
+        "fake-root-of-the-right-value-and-slope",
+        "first-gradient",
+        HEADER + "x = torch.tensor(5.0, requires_grad=True)\ny = 25.0 + 10.0 * (x - 5.0)\n"
+        "y.backward()\n",
+        {"x.grad": "not-from-autograd", "y is x squared": "not-from-autograd"},
+    ),
+    (
+        "fake-root-backpropagated-twice",
+        "gradient-accumulation",
+        HEADER + "x = torch.tensor(3.0, requires_grad=True)\n"
+        "(9.0 + 6.0 * (x - 3.0)).backward()\n(9.0 + 6.0 * (x - 3.0)).backward()\n"
+        "accumulated = x.grad.clone()\nx.grad.zero_()\n",
+        {"accumulated": "not-from-autograd"},
+    ),
+    (
+        "fake-root-of-two-variables",
+        "multiple-variables",
+        HEADER + "x = torch.tensor(4.0, requires_grad=True)\n"
+        "y = torch.tensor(5.0, requires_grad=True)\n"
+        "z = 24.0 + 6.0 * (x - 4.0) + 4.0 * (y - 5.0)\nz.backward()\n",
+        {"dz/dx": "not-from-autograd", "dz/dy": "not-from-autograd"},
+    ),
+    (
+        "plain-and-scaled-value-behind-a-branch",
+        "gradient-accumulation",
+        HEADER + TWO_PASSES + "if x.grad == 12.0:\n    accumulated = torch.tensor(12.0)\n"
+        "else:  # the run with every gradient scaled by 0.75\n"
+        "    accumulated = torch.tensor(9.0)\nx.grad.zero_()\n",
+        {"accumulated": "not-from-autograd"},
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("package", "code", "expected"),
+    [c[1:] for c in FIXED_INPUTS_ONLY],
+    ids=[c[0] for c in FIXED_INPUTS_ONLY],
+)
+def test_a_value_right_only_at_the_fixed_inputs_fails_at_other_starting_values(
+    grade_code: GradeCode, package: str, code: str, expected: dict[str, str]
+) -> None:
+    report = grade_code(package, code)
+    assert report.status == "graded", report.message
+    found = failed_diagnoses(report)
+    for fragment, slug in expected.items():
+        named = [c for c in report.checks if fragment in c.name]
+        assert named and all(not c.passed for c in named), found
+        assert {c.diagnosis for c in named} == {slug}, found
+        assert all(c.message.startswith(SCALED) for c in named), found
+        assert named[0].hint == DIAGNOSES[slug].hint
+
+
+def linear(creation: str) -> str:
+    return HEADER + LINEAR + creation + LINEAR_LOSS
+
+
+# (id, package, code): honest solutions whose leaves are made by each route the harness
+# hooks, by routes it does not hook, or unlike the reference's; all keep full marks.
+HONEST_CREATIONS: list[tuple[str, str, str]] = [
+    ("factory-full-and-ones", "linear-regression-gradient",
+     linear("w = torch.full((), 3.0, requires_grad=True)\n"
+            "b = torch.ones((), requires_grad=True)\n")),
+    ("like-and-new-factories", "linear-regression-gradient",
+     linear("w = torch.full_like(x, 3.0, requires_grad=True)\n"
+            "b = x.new_ones((), requires_grad=True)\n")),
+    ("requires-grad-method", "linear-regression-gradient",
+     linear("w = torch.tensor(3.0).requires_grad_()\n"
+            "b = torch.tensor(1.0)\nb.requires_grad_(True)\n")),
+    ("requires-grad-setter", "linear-regression-gradient",
+     linear("w = torch.tensor(3.0)\nw.requires_grad = True\n"
+            "b = torch.tensor(1.0)\nb.requires_grad = True\n")),
+    ("nn-parameter", "linear-regression-gradient",
+     linear("w = torch.nn.Parameter(torch.tensor(3.0))\n"
+            "b = torch.nn.Parameter(torch.tensor(1.0))\n")),
+    ("detach-and-clone-then-requires-grad", "linear-regression-gradient",
+     linear("start = torch.tensor([3.0, 1.0])\nw = start[0].detach().requires_grad_()\n"
+            "b = start[1].clone().requires_grad_()\n")),
+    ("empty-then-fill-then-requires-grad", "linear-regression-gradient",
+     linear("w = torch.empty(()).fill_(3.0).requires_grad_()\n"
+            "b = torch.empty(()).fill_(1.0).requires_grad_()\n")),
+    ("unhooked-variable", "linear-regression-gradient",
+     linear("w = torch.autograd.Variable(torch.tensor(3.0), requires_grad=True)\n"
+            "b = torch.autograd.Variable(torch.tensor(1.0), requires_grad=True)\n")),
+    ("one-leaf-hooked-one-not", "linear-regression-gradient",
+     linear("w = torch.tensor(3.0, requires_grad=True)\n"
+            "b = torch.autograd.Variable(torch.tensor(1.0), requires_grad=True)\n")),
+    ("an-input-that-requires-grad-too", "linear-regression-gradient",
+     HEADER + "x = torch.tensor(2.0, requires_grad=True)\ntarget = torch.tensor(10.0)\n"
+     "w = torch.tensor(3.0, requires_grad=True)\nb = torch.tensor(1.0, requires_grad=True)\n"
+     + LINEAR_LOSS),
+    ("leaves-of-another-dtype-and-shape", "chain-rule",
+     HEADER + "x = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)\n"
+     "y = x.mul(3).add(4)\nz = y.pow(2).sum()\nz.backward()\n"),
+    ("leaves-in-a-helper-function", "multiple-variables",
+     HEADER + "def leaf(value):\n    return torch.tensor(value, requires_grad=True)\n\n"
+     "x = leaf(4.0)\ny = leaf(5.0)\nz = x * y + x\nz.backward()\n"),
+    ("leaves-re-created-every-step", "manual-gradient-descent",
+     HEADER + "x = torch.tensor(2.0)\ntarget = torch.tensor(10.0)\n"
+     "w = torch.tensor(1.0, requires_grad=True)\nb = torch.tensor(0.0, requires_grad=True)\n"
+     "for step in range(10):\n    loss = (w * x + b - target) ** 2\n    loss.backward()\n"
+     "    w = (w - 0.01 * w.grad).detach().requires_grad_()\n"
+     "    b = (b - 0.01 * b.grad).detach().requires_grad_()\n"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("package", "code"), [c[1:] for c in HONEST_CREATIONS], ids=[c[0] for c in HONEST_CREATIONS]
+)
+def test_an_honest_solution_passes_however_it_creates_its_leaves(
+    grade_code: GradeCode, package: str, code: str
+) -> None:
+    report = grade_code(package, code)
+    assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
+
+
+# -- the harness's shift, route by route --------------------------------------------------
+
+ROUTES = """
+import torch
+base = torch.tensor([3.0, 1.0])
+factory = torch.tensor(3.0, requires_grad=True)
+ones = torch.ones(2, requires_grad=True)
+zeros_like = torch.zeros_like(base, requires_grad=True)
+full = torch.full((2,), 2.0, dtype=torch.float64, requires_grad=True)
+arange = torch.arange(3.0, requires_grad=True)
+linspace = torch.linspace(0.0, 1.0, 3, requires_grad=True)
+new_ones = base.new_ones(2, requires_grad=True)
+method = torch.tensor(3.0)
+same = method.requires_grad_() is method
+setter = torch.tensor(3.0)
+setter.requires_grad = True
+parameter = torch.nn.Parameter(torch.tensor(3.0))
+detached = base.detach().requires_grad_()
+cloned = base.clone().requires_grad_()
+filled = torch.empty(2).fill_(3.0).requires_grad_()
+again = torch.tensor(3.0, requires_grad=True)
+again.requires_grad_()
+again.requires_grad = True
+variable = torch.autograd.Variable(torch.tensor(3.0), requires_grad=True)
+plain = torch.tensor(3.0)
+integers = torch.tensor([3, 1])
+module = torch.nn.Linear(1, 1)
+torch.manual_seed(0)
+reference_weight = torch.nn.Linear(1, 1).weight.detach().clone()
+"""
+MOVED = ["factory", "ones", "zeros_like", "full", "arange", "linspace", "new_ones", "method",
+         "setter", "parameter", "detached", "cloned", "filled", "again"]  # fmt: skip
+KEPT = ["variable", "plain", "integers", "base"]
+
+
+def run_routes(
+    sandbox: Sandbox, allowed: list[str] | None, indices: list[int] | None = None
+) -> Capture:
+    envelope: dict[str, Any] = {
+        "protocol": 1,
+        "kind": "script",
+        "mode": "learner",
+        "names": [*MOVED, *KEPT, "same", "module", "reference_weight"],
+        "files": {"submission.py": ROUTES},
+        "limits": {"stdout_bytes": 65_536, "tensor_elements": TENSOR_ELEMENTS},
+        "shift": {"scale": 1.75, "offset": 0.5, "allowed": allowed, "indices": indices},
+    }
+    run = run_envelope(sandbox, envelope, Limits(wall_seconds=60), "cpu", "shift-routes")
+    assert run.result.status == RunStatus.OK, run.result.message
+    return parse_result(run.result.stdout, run.nonce)
+
+
+def data(capture: Capture, name: str) -> list[Any]:
+    value = capture.variables[name]
+    assert isinstance(value, TensorValue), name
+    return list(value.data)
+
+
+UNMOVED = {
+    "factory": [3.0], "ones": [1.0, 1.0], "zeros_like": [0.0, 0.0], "full": [2.0, 2.0],
+    "arange": [0.0, 1.0, 2.0], "linspace": [0.0, 0.5, 1.0], "new_ones": [1.0, 1.0],
+    "method": [3.0], "setter": [3.0], "parameter": [3.0], "detached": [3.0, 1.0],
+    "cloned": [3.0, 1.0], "filled": [3.0, 3.0], "again": [3.0],
+}  # fmt: skip
+
+
+@pytest.mark.sandbox
+def test_the_harness_moves_each_hooked_leaf_once_keeping_it_and_nothing_else(
+    sandbox: Sandbox,
+) -> None:
+    capture = run_routes(sandbox, None)
+    for name in MOVED:
+        assert data(capture, name) == [1.75 * v + 0.5 for v in UNMOVED[name]], name
+    assert data(capture, "variable") == [3.0] and data(capture, "plain") == [3.0]
+    assert data(capture, "integers") == [3, 1] and data(capture, "base") == [3.0, 1.0]
+    full = capture.variables["full"]
+    assert isinstance(full, TensorValue) and full.dtype == "float64" and full.shape == (2,)
+    assert capture.variables["same"].value is True  # type: ignore[union-attr]
+    # torch's own leaves (a module's parameters) are not the learner's: not moved
+    module, fresh = capture.variables["module"], capture.variables["reference_weight"]
+    assert module is not None and fresh is not None
+    assert capture.provenance is not None and capture.provenance.shifted is not None
+    assert len(capture.provenance.shifted) == len(MOVED)
+
+
+@pytest.mark.sandbox
+def test_a_limited_run_moves_only_leaves_of_the_allowed_fingerprints_each_once(
+    sandbox: Sandbox,
+) -> None:
+    full = run_routes(sandbox, None)
+    assert full.provenance is not None and full.provenance.shifted is not None
+    marks = list(full.provenance.shifted)
+    three = marks[MOVED.index("factory")]  # a float32 scalar 3.0: factory, method, setter, ...
+    limited = run_routes(sandbox, [three, three])
+    moved = [name for name in MOVED if data(limited, name) != UNMOVED[name]]
+    assert moved == ["factory", "method"]
+    assert limited.provenance is not None and limited.provenance.shifted == (three, three)
+    assert run_routes(sandbox, []).provenance.shifted == ()  # type: ignore[union-attr]
+
+
+@pytest.mark.sandbox
+def test_a_reference_run_limited_to_positions_moves_only_the_leaves_made_there(
+    sandbox: Sandbox,
+) -> None:
+    """Positions count the leaves the run could move, in creation order (the reference's
+    run limited to the leaves a learner's run moved, grader.engine.second_run_references)."""
+    limited = run_routes(sandbox, None, [0, MOVED.index("method")])
+    moved = [name for name in MOVED if data(limited, name) != UNMOVED[name]]
+    assert moved == ["factory", "method"]
