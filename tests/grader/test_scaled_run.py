@@ -281,6 +281,11 @@ HONEST_CREATIONS: list[tuple[str, str, str]] = [
     ("leaves-in-a-helper-function", "multiple-variables",
      HEADER + "def leaf(value):\n    return torch.tensor(value, requires_grad=True)\n\n"
      "x = leaf(4.0)\ny = leaf(5.0)\nz = x * y + x\nz.backward()\n"),
+    ("one-of-two-equal-leaves-made-by-torch", "higher-order-gradients",
+     HEADER + "from torch.autograd.functional import hessian, jacobian\n\n"
+     "x = torch.tensor(3.0)\ndydx = jacobian(lambda t: t**3, x)\n"
+     "d2ydx2 = hessian(lambda t: t**3, x)\n" + HVP + "(hvp,) = torch.autograd.grad(g @ v, w)\n"
+     + MESSAGE),
     ("leaves-re-created-every-step", "manual-gradient-descent",
      HEADER + "x = torch.tensor(2.0)\ntarget = torch.tensor(10.0)\n"
      "w = torch.tensor(1.0, requires_grad=True)\nb = torch.tensor(0.0, requires_grad=True)\n"
