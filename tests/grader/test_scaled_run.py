@@ -414,3 +414,19 @@ def test_a_reference_run_limited_to_positions_moves_only_the_leaves_made_there(
     limited = run_routes(sandbox, None, [0, MOVED.index("method")])
     moved = [name for name in MOVED if data(limited, name) != UNMOVED[name]]
     assert moved == ["factory", "method"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fake_root_fails_and_the_honest_solution_passes_under_every_seeds_map(
+    grade_code: GradeCode, seed: int
+) -> None:
+    """The map is drawn per job from its seed (grader.engine.transform_for): a reader of
+    the repository cannot type in the second run's values in advance."""
+    fake = FIXED_INPUTS_ONLY[0][2]
+    report = grade_code("linear-regression-gradient", fake, seed=seed)
+    assert report.status == "graded" and not report.passed
+    assert {c.diagnosis for c in report.checks if not c.passed} == {"not-from-autograd"}
+    honest = linear(
+        "w = torch.tensor(3.0, requires_grad=True)\nb = torch.ones((), requires_grad=True)\n"
+    )
+    assert grade_code("linear-regression-gradient", honest, seed=seed).passed
