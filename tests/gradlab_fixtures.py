@@ -12,6 +12,7 @@ Every persona signs in with `PASSWORD`.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import signal
@@ -92,6 +93,14 @@ def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
 # -- catalog and personas --------------------------------------------------------------
 
 
+@functools.cache
+def _catalog_package(slug: str) -> Any:
+    """A catalog package, parsed once per test process (a Package is immutable)."""
+    from grader import spec
+
+    return spec.load_package(EXERCISES / slug)
+
+
 @pytest.fixture
 def catalog(db: None) -> Any:
     """The course module holding CATALOG_SLUGS, loaded from exercises/ (only these
@@ -101,16 +110,13 @@ def catalog(db: None) -> Any:
 
     from courses.models import Module
     from courses.services import exercise_sync, module_sync
-    from grader import spec
 
     listing = _listing()
     with transaction.atomic():
         module = module_sync(slug=listing.slug, title=listing.title, objectives=listing.objectives)
         for order, slug in enumerate(listing.exercises):
             if slug in CATALOG_SLUGS:
-                exercise_sync(
-                    module=module, package=spec.load_package(EXERCISES / slug), order=order
-                )
+                exercise_sync(module=module, package=_catalog_package(slug), order=order)
         module_sync(slug=OTHER_MODULE_SLUG, title="Other course", order=1)
     return Module.objects.get(slug=listing.slug)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import markdown  # type: ignore[import-untyped]
 import nh3
 
@@ -16,6 +18,7 @@ ALLOWED_TAGS = frozenset(
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "span": {"class"}}
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of the text: re-saving, previews, imports
 def render_statement(text: str) -> str:
     html = markdown.markdown(text, extensions=list(MARKDOWN_EXTENSIONS), output_format="html")
     return nh3.clean(
