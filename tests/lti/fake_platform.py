@@ -7,6 +7,8 @@ mixed-case URLs. Written from the LTI 1.3 / AGS / NRPS texts, not from PyLTI1p3.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import secrets
 import threading
@@ -39,18 +41,34 @@ class SigningKey:
     kid: str
     private_pem: str
     public_jwk: dict[str, Any]
+    private_key: rsa.RSAPrivateKey  # the PEM loaded once: loading checks the key (~20 ms)
 
 
-def new_key(kid: str | None = None) -> SigningKey:
+KEY_POOL_SIZE = 6  # distinct key pairs: consecutive new_key() calls never repeat one
+
+
+@functools.cache
+def _key_material(index: int) -> tuple[rsa.RSAPrivateKey, str, dict[str, Any]]:
+    """Pool entry `index`: an RSA key, its PEM and its public JWK (no kid), generated once
+    per test process (2048-bit generation and the JWK export cost ~0.1 s a key)."""
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()  # fmt: skip
-    public = json.loads(JWK.from_pem(pem.encode()).export_public())
+    return private, pem, json.loads(JWK.from_pem(pem.encode()).export_public())
+
+
+_drawn = itertools.count()
+
+
+def new_key(kid: str | None = None) -> SigningKey:
+    """A signing key with a kid of its own, from a pool of KEY_POOL_SIZE key pairs: a
+    platform, its rotated key and an impostor's key in one test are different keys."""
+    private, pem, public = _key_material(next(_drawn) % KEY_POOL_SIZE)
     kid = kid or f"platform-{secrets.token_hex(4)}"
-    public.update(kid=kid, alg="RS256", use="sig")
-    return SigningKey(kid=kid, private_pem=pem, public_jwk=public)
+    jwk = {**public, "kid": kid, "alg": "RS256", "use": "sig"}
+    return SigningKey(kid=kid, private_pem=pem, public_jwk=jwk, private_key=private)
 
 
 @dataclass
@@ -160,7 +178,7 @@ class FakePlatform:
     def sign(self, claims: dict[str, Any], *, key: SigningKey | None = None,
              kid: str | None = None) -> str:  # fmt: skip
         key = key or self.keys[self.signing]
-        return jwt.encode(claims, key.private_pem, algorithm="RS256",
+        return jwt.encode(claims, key.private_key, algorithm="RS256",
                           headers={"kid": kid or key.kid})  # fmt: skip
 
     def rotate(self) -> SigningKey:
