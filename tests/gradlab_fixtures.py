@@ -16,10 +16,13 @@ import functools
 import os
 import secrets
 import signal
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,9 @@ WANTED_SLUGS = ("first-gradient", "chain-rule", "training-loop")
 WAIT_TIMEOUT_S = 120.0  # the first grading of an exercise also runs its reference
 WORKER_READY_TIMEOUT_S = 90.0
 WORKER_STOP_TIMEOUT_S = 15.0
+# How often a test's HTTP peer checks for shutdown: socketserver's default (0.5 s) made each
+# test that stops one wait about half a second.
+SERVER_POLL_INTERVAL_S = 0.01
 
 
 def _listing() -> Any:
@@ -164,6 +170,24 @@ def carol_other_course(catalog: Any) -> Any:
 @pytest.fixture
 def sam_staff(catalog: Any) -> Any:
     return persona("sam_staff", is_staff=True)
+
+
+# -- real HTTP peers (a fake LMS, a webhook receiver) -------------------------------------
+
+
+@contextmanager
+def serving(server: socketserver.BaseServer) -> Iterator[None]:
+    """Serves `server` from a daemon thread while the block runs, then stops and closes it."""
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SERVER_POLL_INTERVAL_S}, daemon=True
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 # -- a real Celery worker ------------------------------------------------------------------

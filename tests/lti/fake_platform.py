@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from gradlab_fixtures import serving
 from jwcrypto.jwk import JWK
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
@@ -324,10 +325,5 @@ def running_platform() -> Iterator[FakePlatform]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     platform.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield platform
-    finally:
-        server.shutdown()
-        server.server_close()

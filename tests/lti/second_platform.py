@@ -6,7 +6,6 @@ key set and validates the bearer token on the scores endpoint."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from gradlab_fixtures import serving
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
 from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.oidc_login import OIDCLoginAbstract
@@ -173,10 +173,5 @@ def running_second_platform(tool_base: str, tool_jwks: dict[str, Any]) -> Iterat
         .set_platform_public_key(public_pem)
         .set_tool_key_set(tool_jwks)  # type: ignore[arg-type]
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield platform
-    finally:
-        server.shutdown()
-        server.server_close()
