@@ -172,3 +172,30 @@ def test_the_slowest_kinds_start_first_and_each_module_keeps_its_order(
         "test_a_fast.py::test_one",
         "test_a_fast.py::test_two",
     ]
+
+
+def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_work(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(LANE_PLUGIN)
+    pytester.makeini("[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n")
+    seen = pytester.path / "seen.txt"
+    record = (
+        "import os, pytest\n\n"
+        "@pytest.mark.parametrize('n', range(6))\n"
+        "def test_record(n):\n"
+        f"    with open({str(seen)!r}, 'a') as out:\n"
+        "        out.write(f\"{__name__} {os.environ['PYTEST_XDIST_WORKER']}\\n\")\n"
+    )
+    pytester.makepyfile(**{f"test_{name}": record for name in "abcd"})
+
+    result = pytester.runpytest_subprocess("-p", "no:django", "-p", "no:cacheprovider", "-n", "2")
+
+    result.assert_outcomes(passed=24)
+    processes: dict[str, set[str]] = {}
+    for line in seen.read_text().splitlines():
+        module, process = line.split()
+        processes.setdefault(module, set()).add(process)
+    assert sorted(processes) == ["test_a", "test_b", "test_c", "test_d"]
+    assert all(len(ran_in) == 1 for ran_in in processes.values()), processes
+    assert set().union(*processes.values()) == {"gw0", "gw1"}
