@@ -62,9 +62,11 @@ def run_raw(bubblewrap_raw: BubblewrapSandbox) -> Iterator[RawRun]:
     assert_no_leftovers(prefix)
 
 
+# The backends whose isolation differs. A warm spare is the cold sandbox's very chain
+# (BubblewrapSandbox._command), started before its job: test_bubblewrap_warm.py checks that
+# it keeps every limit and serves one job, and the attacks run on the cold one.
 BACKEND_PARAMS = [
     "bubblewrap",
-    "bubblewrap-warm",
     "bubblewrap-zygote",
     pytest.param("docker", marks=pytest.mark.docker),
     pytest.param("docker-zygote", marks=pytest.mark.docker),
@@ -73,18 +75,17 @@ BACKEND_PARAMS = [
 
 @pytest.fixture(scope="module", params=BACKEND_PARAMS)
 def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    """Each real sandbox backend, with the real harness ("bubblewrap-warm": bubblewrap
-    with warm spare sandboxes, torch imported before the job arrives; "bubblewrap-zygote":
-    each job forked, freshly isolated, by a torch-loaded zygote; "docker-zygote": the
-    same, the zygote in a long-lived container). One per module and backend: a module's
-    tests run backend by backend, in file order."""
+    """Each real sandbox backend, with the real harness ("bubblewrap-zygote": each job
+    forked, freshly isolated, by a torch-loaded zygote; "docker-zygote": the same, the
+    zygote in a long-lived container). One per module and backend: a module's tests run
+    backend by backend, in file order."""
     if request.param.startswith("docker"):
         reason = docker_unavailable_reason()
         if reason is not None:
             if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
                 pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
             pytest.skip(reason)
-    if request.param in {"bubblewrap-warm", "bubblewrap-zygote", "docker-zygote"}:
+    if request.param in {"bubblewrap-zygote", "docker-zygote"}:
         name, mode = request.param.split("-")
         kept = get_backend(name, **{mode: True})
         yield kept

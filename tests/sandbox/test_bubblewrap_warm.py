@@ -74,7 +74,28 @@ def test_a_warm_sandbox_keeps_every_limit(warm_backend: BubblewrapSandbox) -> No
     assert warm_backend.wait_until_warm(WARM_UP_S)
     loop = run(warm_backend, prefix, "while True:\n    pass", wall_seconds=2)
     assert loop.status is RunStatus.TIMEOUT and loop.duration_s >= 2
+    assert warm_backend.wait_until_warm(WARM_UP_S)
+    flood = run(warm_backend, prefix, "import os\nwhile True:\n    os.write(1, b'x' * 65536)")
+    assert flood.status is RunStatus.OUTPUT_LIMIT
+    assert warm_backend.wait_until_warm(WARM_UP_S)
+    forks = run(warm_backend, prefix, FORKS, pids=Limits().pids)
+    assert forks.status is RunStatus.OK and int(forks.stdout) < Limits().pids
     assert_no_leftovers(prefix)
+
+
+# Forks until the pids limit refuses one (the children wait to be killed with the sandbox).
+FORKS = """
+import os, time
+made = 0
+for _ in range(10_000):
+    try:
+        if os.fork() == 0:
+            time.sleep(1000)
+        made += 1
+    except OSError:
+        break
+print(made)
+"""
 
 
 def _warm_cgroups() -> set[Path]:
