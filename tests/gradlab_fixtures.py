@@ -258,56 +258,78 @@ def worker_queue(settings: Any) -> str:
     return queue
 
 
+def launch_worker(
+    queue: str,
+    folder: Path,
+    cache_dir: Path,
+    *,
+    index: int = 0,
+    beat: bool = False,
+    **extra_env: str,
+) -> Worker:
+    """A running `celery worker` process on the test database, consuming `queue`; its log,
+    state and beat schedule in `folder`."""
+    from django.conf import settings
+
+    log = folder / f"worker-{index}.log"
+    # The URLs below are this test process's own (config.settings.test already chose its
+    # Redis database under pytest-xdist): the worker must not choose again.
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+    env = {
+        **inherited,
+        "PYTHONPATH": f"{ROOT / 'platform'}{os.pathsep}{ROOT}",
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": _database_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "REDIS_URL": settings.CELERY_BROKER_URL,
+        "GRADLAB_QUEUE_CPU": queue,
+        "GRADLAB_QUEUE_GPU": queue,
+        "GRADLAB_CACHE_DIR": str(cache_dir),
+        "GRADLAB_VAR_DIR": str(folder / "var"),
+        **extra_env,
+    }
+    command = [
+        sys.executable, "-m", "celery", "-A", "config.celery_app", "worker",
+        "-Q", queue, "--concurrency", "2", "--pool", "prefork",
+        "--without-heartbeat", "--without-gossip", "--without-mingle",
+        "--hostname", f"{queue}-{index}@%h", "--loglevel", "INFO",
+    ]  # fmt: skip
+    if beat:
+        command += ["--beat", "--schedule", str(folder / f"beat-{index}")]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    worker = Worker(process=process, log=log, queue=queue, env=extra_env)
+    try:
+        _wait_ready(worker)
+    except BaseException:
+        worker.stop()
+        raise
+    return worker
+
+
 @pytest.fixture
 def start_worker(
     worker_queue: str, transactional_db: None, tmp_path: Path, reference_cache: Any
 ) -> Iterator[Callable[..., Worker]]:
-    """start_worker(beat=False, **env) -> a running worker process on the test database.
-    Like `make run`'s worker, each pool process forks its jobs from a torch-loaded zygote
-    (config.settings.test; started while the worker starts); a test of the cold or warm
-    path passes GRADLAB_SANDBOX_ZYGOTE="0". Its reference cache is the test process's
-    (`reference_cache`): a package's reference runs once per test process, not once per
-    worker; a test that needs the reference to run passes a GRADLAB_CACHE_DIR of its own."""
-    from django.conf import settings
-
+    """start_worker(beat=False, **env) -> a new running worker process on the test
+    database, for a test that kills, stops or configures its worker (a test that only needs
+    its submissions graded uses `grading_worker`). Like `make run`'s worker, each pool
+    process forks its jobs from a torch-loaded zygote (config.settings.test; started while
+    the worker starts); a test of the cold or warm path passes GRADLAB_SANDBOX_ZYGOTE="0".
+    Its reference cache is the test process's (`reference_cache`): a package's reference
+    runs once per test process, not once per worker; a test that needs the reference to
+    run passes a GRADLAB_CACHE_DIR of its own."""
     started: list[Worker] = []
-    cache_dir = reference_cache.directory
 
     def start(*, beat: bool = False, **extra_env: str) -> Worker:
-        index = len(started)
-        log = tmp_path / f"worker-{index}.log"
-        # The URLs below are this test process's own (config.settings.test already chose
-        # its Redis database under pytest-xdist): the worker must not choose again.
-        inherited = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
-        env = {
-            **inherited,
-            "PYTHONPATH": f"{ROOT / 'platform'}{os.pathsep}{ROOT}",
-            "DJANGO_SETTINGS_MODULE": "config.settings.test",
-            "DATABASE_URL": _database_url(),
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-            "REDIS_URL": settings.CELERY_BROKER_URL,
-            "GRADLAB_QUEUE_CPU": worker_queue,
-            "GRADLAB_QUEUE_GPU": worker_queue,
-            "GRADLAB_CACHE_DIR": str(cache_dir),
-            "GRADLAB_VAR_DIR": str(tmp_path / "var"),
+        worker = launch_worker(
+            worker_queue, tmp_path, reference_cache.directory, index=len(started), beat=beat,
             **extra_env,
-        }
-        command = [
-            sys.executable, "-m", "celery", "-A", "config.celery_app", "worker",
-            "-Q", worker_queue, "--concurrency", "2", "--pool", "prefork",
-            "--without-heartbeat", "--without-gossip", "--without-mingle",
-            "--hostname", f"{worker_queue}-{index}@%h", "--loglevel", "INFO",
-        ]  # fmt: skip
-        if beat:
-            command += ["--beat", "--schedule", str(tmp_path / f"beat-{index}")]
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-        worker = Worker(process=process, log=log, queue=worker_queue, env=extra_env)
+        )  # fmt: skip
         started.append(worker)
-        _wait_ready(worker)
         return worker
 
     purge_queue(worker_queue)
@@ -317,10 +339,38 @@ def start_worker(
     purge_queue(worker_queue)
 
 
+@pytest.fixture(scope="session")
+def shared_worker(
+    django_db_setup: None, tmp_path_factory: pytest.TempPathFactory, reference_cache: Any
+) -> Iterator[Worker]:
+    """The test process's one worker with the default settings, on a queue of its own,
+    started by the first test that asks for `grading_worker`: a worker's start (Django,
+    Celery, a torch-loaded zygote per pool process: ~3 s of CPU, 4-8 s of a busy 2-core
+    machine) is paid once per test process instead of once per test."""
+    queue = f"grading-test-{os.getpid()}-shared"
+    purge_queue(queue)
+    worker = launch_worker(
+        queue, tmp_path_factory.mktemp("shared-worker"), reference_cache.directory
+    )
+    yield worker
+    worker.stop()
+    purge_queue(queue)
+
+
 @pytest.fixture
-def grading_worker(start_worker: Callable[..., Worker]) -> Worker:
-    """One running worker with the default settings."""
-    return start_worker()
+def grading_worker(
+    shared_worker: Worker, transactional_db: None, settings: Any
+) -> Iterator[Worker]:
+    """A running worker with the default settings that grades this test's submissions:
+    the test process's shared one (its log holds earlier tests' lines too). It must stay
+    as it is: a test that kills, stops or reconfigures a worker uses `start_worker`."""
+    if shared_worker.process.poll() is not None:
+        pytest.fail(f"the shared worker has exited:\n{shared_worker.output()}")
+    settings.GRADLAB_QUEUE_CPU = shared_worker.queue
+    settings.GRADLAB_QUEUE_GPU = shared_worker.queue
+    purge_queue(shared_worker.queue)
+    yield shared_worker
+    purge_queue(shared_worker.queue)
 
 
 def _wait_ready(worker: Worker) -> None:

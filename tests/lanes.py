@@ -55,6 +55,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     # a real Celery worker process grades in the sandbox
     "start_worker": ("worker", "sandbox"),
     "grading_worker": ("worker", "sandbox"),
+    "shared_worker": ("worker", "sandbox"),
     # Chromium
     "browser": ("browser",),
     "new_page": ("browser",),

@@ -27,12 +27,11 @@ def _exercise() -> Any:
 
 
 def test_a_new_draft_validates_in_the_background_and_then_publishes(
-    start_worker: Any, bob_instructor: Any
+    grading_worker: Any, bob_instructor: Any
 ) -> None:
     from courses.authoring import draft_validate, exercise_create, exercise_publish
     from courses.models import Module
 
-    start_worker()
     exercise_create(
         module=Module.objects.get(slug=MODULE_SLUG), slug="cube-gradient", user=bob_instructor
     )
@@ -60,12 +59,11 @@ def _snapshot(job_id: int) -> tuple[str, int, int] | None:
 
 
 def test_a_running_validation_shows_its_rows_as_they_arrive(
-    start_worker: Any, bob_instructor: Any
+    grading_worker: Any, bob_instructor: Any
 ) -> None:
     from courses.authoring import draft_validate, exercise_create
     from courses.models import Module
 
-    start_worker()
     exercise_create(
         module=Module.objects.get(slug=MODULE_SLUG), slug="cube-gradient", user=bob_instructor
     )
@@ -89,13 +87,12 @@ def test_a_running_validation_shows_its_rows_as_they_arrive(
 
 
 def test_a_wrong_solution_with_the_wrong_diagnosis_fails_validation_and_blocks_publishing(
-    start_worker: Any, bob_instructor: Any
+    grading_worker: Any, bob_instructor: Any
 ) -> None:
     from common.errors import Conflict
     from courses.authoring import draft_save, draft_validate, exercise_create, exercise_publish
     from courses.models import Module
 
-    start_worker()
     draft = exercise_create(
         module=Module.objects.get(slug=MODULE_SLUG), slug="cube-gradient", user=bob_instructor
     )

@@ -36,9 +36,8 @@ def _row(submission_id: int) -> Any:
 
 
 def test_reference_solution_is_graded_by_a_real_worker_with_per_check_results(
-    start_worker: Any, api: Any, alice_learner: Any
+    grading_worker: Any, api: Any, alice_learner: Any
 ) -> None:
-    start_worker()
     client = api(alice_learner)
     created = _submit(client, package_file(E2E_SLUG, "solution.py"))
 
@@ -55,9 +54,8 @@ def test_reference_solution_is_graded_by_a_real_worker_with_per_check_results(
 
 
 def test_wrong_solution_is_graded_not_passed_with_its_named_diagnosis(
-    start_worker: Any, api: Any, alice_learner: Any
+    grading_worker: Any, api: Any, alice_learner: Any
 ) -> None:
-    start_worker()
     client = api(alice_learner)
     wrong = next(w for w in manifest(E2E_SLUG)["wrong"] if w["diagnosis"] == "hard-coded")
     created = _submit(client, package_file(E2E_SLUG, wrong["file"]))
@@ -73,14 +71,14 @@ def test_wrong_solution_is_graded_not_passed_with_its_named_diagnosis(
 
 
 def test_the_same_task_delivered_twice_makes_exactly_one_report(
-    start_worker: Any, api: Any, alice_learner: Any, worker_queue: str
+    grading_worker: Any, api: Any, alice_learner: Any
 ) -> None:
     from submissions.models import CheckResult
     from submissions.tasks import grade_submission
 
-    worker = start_worker()
+    worker = grading_worker
     created = _submit(api(alice_learner), package_file(E2E_SLUG, "solution.py"))
-    grade_submission.apply_async(args=[created["id"]], queue=worker_queue)  # the duplicate
+    grade_submission.apply_async(args=[created["id"]], queue=worker.queue)  # the duplicate
 
     wait_for(lambda: _row(created["id"]).status == "graded", what="grading")
     wait_for(lambda: "skipping this delivery" in worker.output(), what="the duplicate")
@@ -150,10 +148,9 @@ def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(
 
 
 def test_a_submission_that_reaches_for_the_harness_is_held_for_review_by_a_real_worker(
-    start_worker: Any, api: Any, alice_learner: Any, bob_instructor: Any
+    grading_worker: Any, api: Any, alice_learner: Any, bob_instructor: Any
 ) -> None:
     """The harness's audit hook sees the walk through gc; the platform holds the score."""
-    start_worker()
     client = api(alice_learner)
     tampering = package_file(E2E_SLUG, "solution.py") + "\nimport gc\ngc.get_objects()\n"
     created = _submit(client, tampering)
@@ -172,9 +169,9 @@ def test_a_submission_that_reaches_for_the_harness_is_held_for_review_by_a_real_
 
 
 def test_a_worker_in_zygote_mode_grades_right_and_wrong_through_its_processes_zygotes(
-    start_worker: Any, api: Any, alice_learner: Any
+    grading_worker: Any, api: Any, alice_learner: Any
 ) -> None:
-    worker = start_worker(GRADLAB_SANDBOX_ZYGOTE="1")
+    worker = grading_worker
     client = api(alice_learner)
     wrong = next(w for w in manifest(E2E_SLUG)["wrong"] if w["diagnosis"] == "hard-coded")
     right = _submit(client, package_file(E2E_SLUG, "solution.py"))

@@ -35,13 +35,12 @@ def _create(kind: str, user: Any, slug: str = E2E_SLUG) -> Any:
 
 
 def test_a_regrade_job_is_run_once_by_a_worker_and_its_outcome_stored(
-    start_worker: Any, bob_instructor: Any, alice_learner: Any
+    grading_worker: Any, bob_instructor: Any, alice_learner: Any
 ) -> None:
     """What a regrade changes is tested in test_submission_services.py; here, the job."""
     from courses.models import Exercise
     from submissions.models import Submission
 
-    start_worker()
     exercise = Exercise.objects.get(slug=E2E_SLUG)
     Submission.objects.create(  # not graded: a regrade leaves it alone
         learner=alice_learner, exercise=exercise, version=exercise.current_version,
@@ -60,9 +59,8 @@ def test_a_regrade_job_is_run_once_by_a_worker_and_its_outcome_stored(
 
 
 def test_a_validation_job_runs_every_known_solution_of_the_package_in_the_sandbox(
-    start_worker: Any, bob_instructor: Any
+    grading_worker: Any, bob_instructor: Any
 ) -> None:
-    start_worker()
     created = _create("validate", bob_instructor, "first-gradient")
 
     # 9 sandbox runs and 5 auto-mutants: minutes on a loaded 2-core machine.
