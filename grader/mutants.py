@@ -651,14 +651,21 @@ def plan_mutants(
 
 
 def judge(
-    plan: MutantPlan, mutant: Mutant, *, sandbox: Sandbox, seed: int, device: str
+    plan: MutantPlan,
+    mutant: Mutant,
+    *,
+    sandbox: Sandbox,
+    seed: int,
+    device: str,
+    cache: ReferenceCache | None = None,
 ) -> MutantResult:
-    """Grades one mutant against the plan's reference capture (never re-run per mutant).
+    """Grades one mutant against the plan's reference capture (never re-run per mutant;
+    the second run's limited reference runs come from `cache` where it holds them).
     A sandbox fault (InfrastructureError) propagates: the caller retries."""
     job = GradeJob(package=plan.package, code=mutant.source, seed=seed, device=device)
     try:
         report, _ = grade_with_capture(
-            job, sandbox=sandbox, reference=plan.reference, scaled=plan.scaled
+            job, sandbox=sandbox, cache=cache, reference=plan.reference, scaled=plan.scaled
         )
     except ExerciseError as error:
         return MutantResult(mutant, "error", str(error))
@@ -683,7 +690,8 @@ def run_mutants(
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(
             pool.map(
-                lambda m: judge(plan, m, sandbox=sandbox, seed=seed, device=device), plan.mutants
+                lambda m: judge(plan, m, sandbox=sandbox, seed=seed, device=device, cache=cache),
+                plan.mutants,
             )
         )
 

@@ -137,7 +137,7 @@ def validate_package(
         scaled = scaled_reference(
             package, reference, seed=seed, device="cpu", sandbox=sandbox, cache=cache
         )
-        solution, _ = _grade(package, package.solution, (reference, scaled), sandbox, seed)
+        solution, _ = _grade(package, package.solution, (reference, scaled), sandbox, cache, seed)
     except ExerciseError as error:
         item = ValidationItem("reference", "solution.py", False, "full score", str(error))
         return Validation(package.slug, (item,))
@@ -149,7 +149,9 @@ def validate_package(
 
     def judge_file(run: tuple[str, str, str]) -> ValidationItem:
         kind, file, diagnosis = run
-        report, capture = _grade(package, package.files[file], (reference, scaled), sandbox, seed)
+        report, capture = _grade(
+            package, package.files[file], (reference, scaled), sandbox, cache, seed
+        )
         return _item(kind, file, diagnosis, full, report, capture)
 
     plan = plan_mutants(package, reference, scaled) if mutants else None
@@ -159,7 +161,7 @@ def validate_package(
             return judge_file(runs[index])
         assert plan is not None
         mutant = plan.mutants[index - len(runs)]
-        return judge(plan, mutant, sandbox=sandbox, seed=seed, device="cpu")
+        return judge(plan, mutant, sandbox=sandbox, seed=seed, device="cpu", cache=cache)
 
     count = len(runs) + (len(plan.mutants) if plan is not None else 0)
     stale = tuple(plan.stale_declarations()) if plan is not None else ()
@@ -205,11 +207,14 @@ def _grade(
     code: str,
     references: tuple[Capture, ScaledReference],
     sandbox: Sandbox,
+    cache: ReferenceCache | None,
     seed: int,
 ) -> tuple[Report, Capture | None]:
+    """Grades `code` against the package's reference captures; the second run's limited
+    reference runs (`second_run_references`) come from `cache` where it holds them."""
     job = GradeJob(package=package, code=code, seed=seed)
     reference, scaled = references
-    return grade_with_capture(job, sandbox=sandbox, reference=reference, scaled=scaled)
+    return grade_with_capture(job, sandbox=sandbox, cache=cache, reference=reference, scaled=scaled)
 
 
 def _item(
