@@ -121,7 +121,7 @@ def test_starting_a_sandbox_without_its_marker_fails_even_when_the_error_is_swal
 def test_the_fast_lane_leaves_out_a_test_that_uses_a_worker_fixture(
     guarded: pytest.Pytester,
 ) -> None:
-    result = guarded.runpytest_subprocess(
+    result = guarded.runpytest_inprocess(
         "-p", "no:django", "-p", "no:cacheprovider", "-m", FAST_LANE, "--collect-only", "-q"
     )
 
@@ -161,7 +161,7 @@ def test_the_slowest_kinds_start_first_and_each_module_keeps_its_order(
         test_c_browser="import pytest\n\n@pytest.mark.browser\ndef test_story():\n    pass\n",
     )
 
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "no:django", "-p", "no:cacheprovider", "--collect-only", "-q"
     )
 
@@ -189,7 +189,7 @@ def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_wo
     )
     pytester.makepyfile(**{f"test_{name}": record for name in "abcd"})
 
-    result = pytester.runpytest_subprocess("-p", "no:django", "-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest_inprocess("-p", "no:django", "-p", "no:cacheprovider", "-n", "2")
 
     result.assert_outcomes(passed=24)
     processes: dict[str, set[str]] = {}
