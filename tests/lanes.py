@@ -35,6 +35,9 @@ from xdist.scheduler import LoadScopeScheduling
 
 SLOW_MARKERS = ("sandbox", "docker", "browser", "worker")
 FAST_LANE = " and ".join(f"not {marker}" for marker in SLOW_MARKERS)
+# Property tests (hypothesis, schemathesis) try a third of their examples in the fast lane,
+# the edit-test loop; `make test` tries them all.
+FAST_LANE_EXAMPLE_SHARE = 3
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -253,13 +256,22 @@ class Guard:
 
 GUARD = Guard()
 _installed = False
+_fast_lane = False
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _installed
+    global _installed, _fast_lane
+    _fast_lane = config.getoption("markexpr", "") == FAST_LANE
     if not _installed:  # audit hooks cannot be removed: one per process, shared by runs
         sys.addaudithook(GUARD.audit)
         _installed = True
+
+
+def examples(count: int) -> int:
+    """How many examples a property test tries: `count`, or a third of it (at least 2) when
+    this run is the fast lane (`-m FAST_LANE`). Read while test modules are imported, after
+    pytest_configure."""
+    return max(2, count // FAST_LANE_EXAMPLE_SHARE) if _fast_lane else count
 
 
 @pytest.hookimpl(wrapper=True)

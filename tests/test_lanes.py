@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import lanes
 import pytest
 from lanes import FAST_LANE, marker_for_command, marker_for_socket, markers_for, start_rank
 
@@ -55,6 +56,7 @@ def test_a_connection_to_the_docker_socket_needs_the_docker_marker() -> None:
 
 GUARDED_TESTS = """
 import subprocess
+import lanes
 import pytest
 
 def fake(tmp_path, name):
@@ -199,3 +201,22 @@ def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_wo
     assert sorted(processes) == ["test_a", "test_b", "test_c", "test_d"]
     assert all(len(ran_in) == 1 for ran_in in processes.values()), processes
     assert set().union(*processes.values()) == {"gw0", "gw1"}
+
+
+@pytest.mark.parametrize(("markexpr", "tried"), [(FAST_LANE, 10), ("not browser", 30)])
+def test_a_property_test_tries_a_third_of_its_examples_in_the_fast_lane_only(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, markexpr: str, tried: int
+) -> None:
+    monkeypatch.setattr(lanes, "_fast_lane", lanes._fast_lane)  # the run below sets it here
+    pytester.makeconftest(LANE_PLUGIN)
+    pytester.makeini("[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n")
+    pytester.makepyfile(
+        test_count=f"from lanes import examples\n\ndef test_count():\n"
+        f"    assert examples(30) == {tried}\n"
+    )
+
+    result = pytester.runpytest_inprocess(
+        "-p", "no:django", "-p", "no:cacheprovider", "-m", markexpr
+    )
+
+    result.assert_outcomes(passed=1)

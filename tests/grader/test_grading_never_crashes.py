@@ -15,6 +15,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lanes import examples
 
 from grader.capture import DTYPES, CaptureError, parse_result, validate_capture
 from grader.checks.options import OptionContext
@@ -24,9 +25,10 @@ from grader.protocol import Report
 from grader.report import build_report, failed_report
 from grader.spec import CheckSpec, Manifest, Package
 
-# Moderate example counts: this file is in the fast lane (about 10 s of CPU in all).
+# Moderate example counts: this file is in the fast lane (about 10 s of CPU in all; a third
+# of that there: lanes.examples).
 EXAMPLES = settings(
-    max_examples=50,
+    max_examples=examples(50),
     deadline=None,
     database=None,  # no .hypothesis/ folder in the checkout; a failure prints its example
     print_blob=True,
@@ -375,7 +377,7 @@ def mutated(raw: Any, plan: list[str], at: list[int]) -> Any:
 plans = st.lists(st.sampled_from([*MUTATIONS, *TENSOR_MUTATIONS]), min_size=1, max_size=3)
 
 
-@settings(EXAMPLES, max_examples=80)
+@settings(EXAMPLES, max_examples=examples(80))
 @given(kind=st.sampled_from(["script", "function"]), data=st.data())
 def test_every_check_gives_a_report_when_the_learner_mutates_the_references_values(
     kind: str, data: st.DataObject
