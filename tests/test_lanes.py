@@ -97,6 +97,13 @@ pytest_plugins = ["lanes"]
 
 
 @pytest.fixture
+def no_plugin_autoload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs below load only the plugins they name (the installed ones, Django's,
+    hypothesis's, schemathesis's, cost each of their processes ~1 s to start)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
+@pytest.fixture
 def guarded(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(LANE_PLUGIN)
     pytester.makepyfile(test_guarded=GUARDED_TESTS)
@@ -105,9 +112,9 @@ def guarded(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_starting_a_sandbox_without_its_marker_fails_even_when_the_error_is_swallowed(
-    guarded: pytest.Pytester,
+    guarded: pytest.Pytester, no_plugin_autoload: None
 ) -> None:
-    result = guarded.runpytest_subprocess("-p", "no:django", "-p", "no:cacheprovider")
+    result = guarded.runpytest_subprocess("-p", "no:cacheprovider")
 
     result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines(
@@ -177,7 +184,7 @@ def test_the_slowest_kinds_start_first_and_each_module_keeps_its_order(
 
 
 def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_work(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, no_plugin_autoload: None
 ) -> None:
     pytester.makeconftest(LANE_PLUGIN)
     pytester.makeini("[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n")
@@ -191,7 +198,7 @@ def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_wo
     )
     pytester.makepyfile(**{f"test_{name}": record for name in "abcd"})
 
-    result = pytester.runpytest_inprocess("-p", "no:django", "-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest_inprocess("-p", "xdist", "-p", "no:cacheprovider", "-n", "2")
 
     result.assert_outcomes(passed=24)
     processes: dict[str, set[str]] = {}
