@@ -36,7 +36,9 @@ def database_probe() -> Probe:
 def broker_probe() -> Probe:
     try:
         with Connection(settings.CELERY_BROKER_URL, connect_timeout=BROKER_TIMEOUT_S) as broker:
-            broker.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_S)
+            # One immediate retry: the probe is polled again anyway, and kombu's default
+            # back-off (2 s) held every probe of a refused broker for 2 s.
+            broker.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_S)
     except Exception as error:  # any transport error means not ready
         return Probe("broker", False, type(error).__name__)
     return Probe("broker", True, "answers")
