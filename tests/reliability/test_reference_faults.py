@@ -133,7 +133,9 @@ def test_a_reference_starved_past_its_wall_clock_is_retried_and_graded_not_exerc
 
     row = wait_for(lambda: _finished(submission_id), what="the retry after the starved run")
     assert row.status == "graded" and row.passed is True, row.error_message
-    assert row.attempts == 2
+    # 2, unless the retry's cold reference also ran out of its 8 s on a loaded host (then 3,
+    # GRADLAB_MAX_ATTEMPTS): a fault of ours each time, never "broken"
+    assert row.attempts >= 2
     log = worker.output()
     assert "ran out of its 8 s wall clock before its CPU time" in log
     assert "infrastructure fault" in log and "is broken" not in log
@@ -149,7 +151,7 @@ def test_a_reference_killed_from_outside_is_retried_and_graded_not_exercise_brok
 
     row = wait_for(lambda: _finished(submission_id), what="the retry after the killed run")
     assert row.status == "graded" and row.passed is True, row.error_message
-    assert row.attempts == 2
+    assert row.attempts >= 2  # as above
     log = worker.output()
     # The kill lands while the reference runs or while bubblewrap still sets it up (an
     # InfrastructureError): either way a fault of ours, retried, and never "broken".
