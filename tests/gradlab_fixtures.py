@@ -213,13 +213,31 @@ class Worker:
             self.process.wait(timeout=WORKER_STOP_TIMEOUT_S)
 
     def stop(self) -> None:
-        if self.process.poll() is not None:
-            return
-        self.kill(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=WORKER_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        """SIGTERM to the worker's process group (SIGKILL after WORKER_STOP_TIMEOUT_S),
+        back once no process of the group is left: a straggler (a pool process, one of
+        its sandboxes) would keep its connection to the test database, whose drop at the
+        end of the session then fails, or take the next test's messages."""
+        if self.process.poll() is None:
+            self.kill(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=WORKER_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.kill(signal.SIGKILL)
+        if not _group_gone(self.process.pid, WORKER_STOP_TIMEOUT_S):
             self.kill(signal.SIGKILL)
+            _group_gone(self.process.pid, WORKER_STOP_TIMEOUT_S)
+
+
+def _group_gone(group: int, timeout_s: float) -> bool:
+    """Whether process group `group` is empty within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _database_url() -> str:
