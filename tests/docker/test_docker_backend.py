@@ -110,11 +110,13 @@ def test_the_janitor_removes_only_containers_past_their_deadline(
             sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
         )
 
+    # Deadlines in the future, and the janitor asked as of a later moment: a janitor of
+    # another test process (each Docker backend runs one now and then) leaves both alone.
     now = time.time()
-    expired = sandbox_container("test-janitor-expired", now - 5)
-    current = sandbox_container("test-janitor-current", now + 600)
+    expired = sandbox_container("test-janitor-expired", now + 300)
+    current = sandbox_container("test-janitor-current", now + 900)
     try:
-        removed = reap_expired(docker_client)
+        removed = reap_expired(docker_client, now=now + 600)
         assert expired.name in removed and current.name not in removed
         assert containers_of_job(docker_client, "test-janitor-expired") == []
         assert len(containers_of_job(docker_client, "test-janitor-current")) == 1

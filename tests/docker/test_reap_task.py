@@ -35,16 +35,21 @@ def test_the_reap_task_removes_an_orphaned_container_with_the_docker_backend(
     from submissions.tasks import reap_sandboxes
 
     settings.GRADLAB_SANDBOX = "docker"
-    removed = reap_sandboxes()
-    assert orphan.name in removed
+    reap_sandboxes()
+    # Removed by this task or, rarely, by a janitor of another test process that was faster
+    # (each Docker backend runs one now and then); test_docker_backend.py checks the
+    # janitor's choice on its own.
     assert containers_of_job(docker_client, JOB) == []
 
 
 def test_the_reap_task_leaves_containers_alone_with_the_bubblewrap_backend(
-    orphan: Any, docker_client: Any, settings: Any
+    settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import grader.sandbox.docker
     from submissions.tasks import reap_sandboxes
 
+    janitor_runs: list[object] = []
+    monkeypatch.setattr(grader.sandbox.docker, "reap_expired", janitor_runs.append)
     settings.GRADLAB_SANDBOX = "bubblewrap"
     assert reap_sandboxes() == []
-    assert len(containers_of_job(docker_client, JOB)) == 1
+    assert janitor_runs == []  # the Docker janitor never ran
