@@ -22,7 +22,6 @@ slow work silently and `make test` catches the marking mistake before the fast l
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 import threading
@@ -94,9 +93,9 @@ def _folder_of(item: pytest.Item) -> str:
     return relative.parts[0] if len(relative.parts) > 1 else ""
 
 
-# The order tests start in: the slowest kinds first (taking turns), so that under
-# pytest-xdist the many short tests fill the processes' last minutes instead of one long
-# story running alone (ModuleScheduling below hands the modules out in this order).
+# The order tests start in: the slowest kinds first, so that under pytest-xdist the many
+# short tests fill the processes' last minutes instead of one long story running alone
+# (ModuleScheduling below hands the modules out in this order).
 START_ORDER = ("browser", "worker", "docker", "sandbox")
 
 
@@ -118,22 +117,13 @@ def start_rank(markers: Iterable[str]) -> int:
 
 
 def slowest_kinds_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The items ordered module by module (a module's tests stay together and in their
-    order, so its module-scoped fixtures are set up once): first the modules of the slow
-    kinds, the kinds taking turns (a browser module, a worker module, a Docker module, a
-    sandbox module, then the next of each), then the rest. Taking turns puts a kind that
-    mostly waits (a worker killed and restarted, a page loading) beside one that keeps the
-    CPU busy (sandbox runs) instead of two waiting ones side by side."""
+    """The items ordered by the slowest kind in their module (a module's tests stay
+    together and in their order, so its module-scoped fixtures are set up once)."""
     ranks: dict[Path, int] = {}
     for item in items:
         rank = start_rank(marker.name for marker in item.iter_markers())
         ranks[item.path] = min(rank, ranks.get(item.path, rank))
-    by_kind: list[list[Path]] = [[] for _ in range(len(START_ORDER) + 1)]
-    for module, rank in ranks.items():
-        by_kind[rank].append(module)
-    slow = [m for turn in itertools.zip_longest(*by_kind[:-1]) for m in turn if m is not None]
-    position = {module: index for index, module in enumerate([*slow, *by_kind[-1]])}
-    return sorted(items, key=lambda item: position[item.path])
+    return sorted(items, key=lambda item: ranks[item.path])
 
 
 # --- how pytest-xdist shares the work --------------------------------------------------------

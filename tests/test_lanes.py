@@ -183,31 +183,6 @@ def test_the_slowest_kinds_start_first_and_each_module_keeps_its_order(
     ]
 
 
-def test_the_slow_kinds_take_turns_module_by_module_before_the_fast_modules(
-    pytester: pytest.Pytester,
-) -> None:
-    pytester.makeconftest(LANE_PLUGIN)
-    pytester.makeini("[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n")
-    test = "import pytest\n\n{mark}def test_it():\n    pass\n"
-    pytester.makepyfile(
-        test_a_fast=test.format(mark=""),
-        test_b_sandbox=test.format(mark="@pytest.mark.sandbox\n"),
-        test_c_worker=test.format(mark="@pytest.mark.worker\n"),
-        test_d_sandbox=test.format(mark="@pytest.mark.sandbox\n"),
-        test_e_worker=test.format(mark="@pytest.mark.worker\n"),
-        test_f_sandbox=test.format(mark="@pytest.mark.sandbox\n"),
-    )
-
-    result = pytester.runpytest_inprocess(
-        "-p", "no:django", "-p", "no:cacheprovider", "--collect-only", "-q"
-    )
-
-    assert [line.split(".py")[0] for line in result.outlines if "::" in line] == [
-        "test_c_worker", "test_b_sandbox", "test_e_worker", "test_d_sandbox", "test_f_sandbox",
-        "test_a_fast",
-    ]  # fmt: skip
-
-
 def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_work(
     pytester: pytest.Pytester, no_plugin_autoload: None
 ) -> None:
