@@ -155,10 +155,13 @@ def test_the_zygote_container_of_a_dead_worker_exits_and_the_janitor_removes_it(
         found = docker_client.containers.list(all=True, filters=label)
         return [c for c in found if c.labels[LABEL_WORKER].endswith(worker)]
 
+    # Exited: it saw its socket close. Or already gone: a janitor of another test process
+    # was faster, and a janitor removes a zygote container only once it has exited.
+    ended = (["exited"], [])
     deadline = time.monotonic() + EXIT_WAIT_S
-    while [c.status for c in of_dead_worker()] != ["exited"] and time.monotonic() < deadline:
+    while [c.status for c in of_dead_worker()] not in ended and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert [c.status for c in of_dead_worker()] == ["exited"]  # it saw its socket close
+    assert [c.status for c in of_dead_worker()] in ended
     reap_expired(docker_client)
     assert of_dead_worker() == []
     assert docker_zygote.zygote_pid() in {
