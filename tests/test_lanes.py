@@ -56,7 +56,6 @@ def test_a_connection_to_the_docker_socket_needs_the_docker_marker() -> None:
 
 GUARDED_TESTS = """
 import subprocess
-import lanes
 import pytest
 
 def fake(tmp_path, name):
