@@ -27,6 +27,22 @@ DOCKER_JOB_LABEL = "org.gradlab.job"
 RawRun = Callable[..., SandboxResult]
 
 
+# Forks until the pids limit refuses a fork and prints how many it made (each child sleeps
+# until the sandbox ends).
+FORK_UNTIL_REFUSED = """
+import os, time
+made = 0
+for _ in range(10_000):
+    try:
+        if os.fork() == 0:
+            time.sleep(1000)
+        made += 1
+    except OSError:
+        break
+print(made, flush=True)
+"""
+
+
 def raw_job(code: str, nonce: str | None = None) -> bytes:
     """stdin for tests/sandbox/raw_harness: the envelope line, then the nonce line."""
     return f"{json.dumps({'python': code})}\n{nonce or secrets.token_hex(16)}\n".encode()

@@ -20,7 +20,15 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import RAW_HARNESS, ROOT, RawRun, assert_no_leftovers, job_prefix, raw_job
+from sandbox_helpers import (
+    FORK_UNTIL_REFUSED,
+    RAW_HARNESS,
+    ROOT,
+    RawRun,
+    assert_no_leftovers,
+    job_prefix,
+    raw_job,
+)
 
 from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest
 from grader.sandbox import get_backend
@@ -320,20 +328,7 @@ def test_the_memory_limit_comes_from_the_request(run_raw: RawRun) -> None:
 
 def test_a_fork_bomb_is_capped_and_killed_at_the_time_limit(run_raw: RawRun) -> None:
     result = run_raw(
-        """
-import os, time
-made = 0
-for _ in range(10_000):
-    try:
-        if os.fork() == 0:
-            time.sleep(1000)
-        made += 1
-    except OSError:
-        break
-print(made, flush=True)
-while True:
-    time.sleep(1)
-""",
+        FORK_UNTIL_REFUSED + "while True:\n    time.sleep(1)\n",
         wall_seconds=4,
         pids=32,
     )

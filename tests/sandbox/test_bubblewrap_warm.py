@@ -10,7 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import RAW_HARNESS, assert_no_leftovers, gradlab_cgroups, job_prefix, raw_job
+from sandbox_helpers import (
+    FORK_UNTIL_REFUSED,
+    RAW_HARNESS,
+    assert_no_leftovers,
+    gradlab_cgroups,
+    job_prefix,
+    raw_job,
+)
 
 from grader.protocol import Limits, RunStatus, SandboxRequest, SandboxResult
 from grader.sandbox.bubblewrap import BubblewrapSandbox
@@ -78,24 +85,9 @@ def test_a_warm_sandbox_keeps_every_limit(warm_backend: BubblewrapSandbox) -> No
     flood = run(warm_backend, prefix, "import os\nwhile True:\n    os.write(1, b'x' * 65536)")
     assert flood.status is RunStatus.OUTPUT_LIMIT
     assert warm_backend.wait_until_warm(WARM_UP_S)
-    forks = run(warm_backend, prefix, FORKS, pids=Limits().pids)
+    forks = run(warm_backend, prefix, FORK_UNTIL_REFUSED, pids=Limits().pids)
     assert forks.status is RunStatus.OK and int(forks.stdout) < Limits().pids
     assert_no_leftovers(prefix)
-
-
-# Forks until the pids limit refuses one (the children wait to be killed with the sandbox).
-FORKS = """
-import os, time
-made = 0
-for _ in range(10_000):
-    try:
-        if os.fork() == 0:
-            time.sleep(1000)
-        made += 1
-    except OSError:
-        break
-print(made)
-"""
 
 
 def _warm_cgroups() -> set[Path]:
