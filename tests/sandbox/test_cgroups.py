@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from sandbox_helpers import job_prefix
@@ -27,6 +27,14 @@ def group() -> Iterator[cgroups.JobCgroup]:
         pytest.skip(f"no per-job cgroups here: {why}")
     yield made
     made.remove()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout:.0f} s for {what}")
+        time.sleep(0.02)
 
 
 def start_in(group: cgroups.JobCgroup, code: str) -> subprocess.Popen[bytes]:
@@ -70,36 +78,35 @@ def test_a_job_group_caps_its_processes(group: cgroups.JobCgroup) -> None:
 
 def test_removing_a_group_kills_what_runs_in_it(group: cgroups.JobCgroup) -> None:
     sleeper = start_in(group, "import time\ntime.sleep(600)")
-    deadline = time.monotonic() + 10
-    while sleeper.pid not in group.pids() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert sleeper.pid in group.pids()
+    wait_until(lambda: sleeper.pid in group.pids(), "the sleeper to join its group")
     group.remove()
     assert sleeper.wait(timeout=10) == -9
     assert not any(f.parent.exists() for f in group.join_files())
 
 
 def test_groups_left_by_a_dead_worker_are_reaped() -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    name = f"{job_prefix()}-{dead.pid}-deadbeef"
+    # The group is named after a stand-in worker that lives until the sleeper has joined:
+    # until then no janitor (every test process runs them) may touch it.
+    worker = subprocess.Popen(["sleep", "600"])
+    name = f"{job_prefix()}-{worker.pid}-deadbeef"
     try:
         stale = cgroups.open_job_cgroup(name, LIMITS)
     except cgroups.CgroupUnavailable as why:
+        worker.kill()
         pytest.skip(f"no per-job cgroups here: {why}")
     sleeper = start_in(stale, "import time\ntime.sleep(600)")
     try:
-        while sleeper.pid not in stale.pids():
-            time.sleep(0.02)
+        wait_until(lambda: sleeper.pid in stale.pids(), "the sleeper to join its group")
+        worker.kill()
+        worker.wait(timeout=10)  # the worker is gone: its group is stale now
         cgroups.reap_stale()
         # Another test process's janitor may have reaped it first: the groups are gone and
         # what ran in them is killed, whoever removed them.
         assert sleeper.wait(timeout=10) == -9
-        deadline = time.monotonic() + 10
-        while any(f.parent.exists() for f in stale.join_files()) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not any(f.parent.exists() for f in stale.join_files())
+        wait_until(lambda: not any(f.parent.exists() for f in stale.join_files()),
+                   "the stale group's folders to be removed")  # fmt: skip
     finally:
+        worker.kill()
         sleeper.kill()
         stale.remove()
 
@@ -148,9 +155,7 @@ def test_a_renamed_group_keeps_its_processes_and_limits_under_its_new_name(
     group: cgroups.JobCgroup,
 ) -> None:
     sleeper = start_in(group, "import time\ntime.sleep(600)")
-    deadline = time.monotonic() + 10
-    while sleeper.pid not in group.pids() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: sleeper.pid in group.pids(), "the sleeper to join its group")
     name = cgroups.job_name(job_prefix())
     try:
         renamed = group.renamed(name)
