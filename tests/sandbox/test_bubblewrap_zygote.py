@@ -102,22 +102,30 @@ print(json.dumps(seen))
 
 
 @pytest.fixture(
-    params=["bubblewrap-zygote", pytest.param("docker-zygote", marks=pytest.mark.docker)]
+    scope="module",
+    params=["bubblewrap-zygote", pytest.param("docker-zygote", marks=pytest.mark.docker)],
 )
-def make_backend(request: pytest.FixtureRequest) -> Iterator[MakeBackend]:
-    """Makes zygote-mode backends of one kind (closed at the end): the bubblewrap
-    zygote, or the Docker one (a zygote container), the raw harness by default."""
-    made: list[ZygoteBackend] = []
+def zygote_kind(request: pytest.FixtureRequest) -> type[ZygoteBackend]:
+    """The backend class of one kind of zygote: bubblewrap's, or Docker's (a zygote
+    container)."""
     if request.param == "docker-zygote":
         reason = docker_unavailable_reason()
         if reason is not None:
             if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
                 pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
             pytest.skip(reason)
+        return DockerSandbox
+    return BubblewrapSandbox
+
+
+@pytest.fixture
+def make_backend(zygote_kind: type[ZygoteBackend]) -> Iterator[MakeBackend]:
+    """Makes zygote-mode backends of one kind (closed at the end), the raw harness by
+    default: for a test that replaces, kills or closes its zygote."""
+    made: list[ZygoteBackend] = []
 
     def make(harness_dir: Path = RAW_HARNESS, **options: Any) -> ZygoteBackend:
-        kind = DockerSandbox if request.param == "docker-zygote" else BubblewrapSandbox
-        backend = kind(harness_dir=harness_dir, zygote=True, **options)
+        backend = zygote_kind(harness_dir=harness_dir, zygote=True, **options)
         made.append(backend)
         return backend
 
@@ -126,8 +134,19 @@ def make_backend(request: pytest.FixtureRequest) -> Iterator[MakeBackend]:
         backend.close()
 
 
+@pytest.fixture(scope="module")
+def shared_zygote(zygote_kind: type[ZygoteBackend]) -> Iterator[ZygoteBackend]:
+    """One zygote-mode backend of each kind for the module's tests that only run jobs in
+    it (a zygote's start imports torch: ~2 s of CPU): each of those tests then also runs
+    after every job the tests before it ran in the same zygote, as a worker's would."""
+    backend = zygote_kind(harness_dir=RAW_HARNESS, zygote=True)
+    yield backend
+    backend.close()
+
+
 @pytest.fixture
 def zygote_backend(make_backend: MakeBackend) -> ZygoteBackend:
+    """A zygote-mode backend of its own."""
     return make_backend()
 
 
@@ -169,25 +188,92 @@ def torch_default_seed() -> int:
     return zygote_init.TORCH_DEFAULT_SEED
 
 
-def test_a_later_job_sees_nothing_an_earlier_job_left(zygote_backend: ZygoteBackend) -> None:
+# These two first: they use no zygote fixture. pytest runs a module's tests grouped by the
+# kind of zygote, Docker's last; a test without one after them would have the shared Docker
+# zygote closed in its teardown, outside a `docker` test (tests/lanes.py).
+ENDING_BOUND_S = 30.0  # generous: a correct end takes well under a second
+# a job that leaves a detached process behind: its end (in the background) must kill it
+DETACHED_SLEEPER = (
+    "import subprocess, sys\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)  # TOKEN'],"
+    " start_new_session=True)\n"
+)
+EXITING = """
+import os, signal, sys, time
+sys.path.insert(0, {tests!r})
+from sandbox_helpers import RAW_HARNESS, raw_job
+from grader.protocol import Limits, SandboxRequest
+from grader.sandbox.bubblewrap import BubblewrapSandbox
+
+backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # as a Celery pool process's
+for n, code in enumerate(["pass", {sleeper!r}]):
+    result = backend.run(SandboxRequest(f"{prefix}-{{n}}", raw_job(code), Limits()))
+    assert result.status.value == "ok", result.message
+print(backend.zygote_pid(), flush=True)
+if {wait_for_signal!r}:
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("how", ["returns", "sigterm"])
+def test_a_process_ending_just_after_a_zygote_job_ends_promptly_and_leaves_nothing(
+    how: str,
+) -> None:
+    """A process whose last job's end is still under way in the background (its detached
+    child to kill, its cgroups to remove) and whose next job's sandbox is prepared, ends
+    by returning from its program or by SystemExit from its SIGTERM handler: its exit
+    waits for that end, within the bound, and leaves no cgroup (its jobs', the prepared
+    sandbox's, its zygote's), no process of its jobs and no zygote."""
+    import subprocess
+    import sys
+
+    if not _host_has_job_cgroups():
+        pytest.skip("no per-job cgroups here")
     prefix = job_prefix()
-    left = run(zygote_backend, prefix, source(LEAVER), memory_mb=1024)
+    program = textwrap.dedent(EXITING).format(
+        tests=str(Path(__file__).resolve().parent), sleeper=DETACHED_SLEEPER,
+        prefix=prefix, wait_for_signal=how == "sigterm",
+    )  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'platform'}"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", program], cwd=root, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    zygote = process.stdout.readline().strip()
+    assert zygote.isdigit(), process.communicate(timeout=WATCH_TIMEOUT_S)[1].decode()[-2000:]
+    started = time.monotonic()
+    if how == "sigterm":
+        process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=WATCH_TIMEOUT_S)
+    assert time.monotonic() - started < ENDING_BOUND_S
+    assert process.returncode == (143 if how == "sigterm" else 0), stderr.decode()[-2000:]
+    assert not [c for c in gradlab_cgroups() if f"-{process.pid}-" in c.name]
+    assert_no_leftovers(prefix)
+    assert not Path(f"/proc/{zygote.decode()}").exists() or _is_zombie(int(zygote))
+
+
+def test_a_later_job_sees_nothing_an_earlier_job_left(shared_zygote: ZygoteBackend) -> None:
+    prefix = job_prefix()
+    left = run(shared_zygote, prefix, source(LEAVER), memory_mb=1024)
     assert left.status is RunStatus.OK and left.stdout.strip() == b"left", left.message
-    assert_sees_nothing_of_a(looked(run(zygote_backend, prefix, source(LOOKER), memory_mb=1024)))
+    assert_sees_nothing_of_a(looked(run(shared_zygote, prefix, source(LOOKER), memory_mb=1024)))
     assert_no_leftovers(prefix)  # A's detached sleeper died with A's job
 
 
 def test_a_concurrent_job_sees_nothing_of_a_job_still_running(
-    zygote_backend: ZygoteBackend,
+    shared_zygote: ZygoteBackend,
 ) -> None:
     prefix = job_prefix()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         lingering = pool.submit(
-            run, zygote_backend, f"{prefix}-a", source(LEAVER, linger=True),
+            run, shared_zygote, f"{prefix}-a", source(LEAVER, linger=True),
             memory_mb=1024, wall_seconds=20,
         )  # fmt: skip
         assert _sleeper_started(f"{prefix}-a", until=lingering), lingering.result().message
-        seen = looked(run(zygote_backend, prefix, source(LOOKER), memory_mb=1024))
+        seen = looked(run(shared_zygote, prefix, source(LOOKER), memory_mb=1024))
         assert not lingering.done()  # A was alive, its sockets listening, all along
         assert_sees_nothing_of_a(seen)
         _kill_job(f"{prefix}-a")  # instead of waiting out A's 20 s
@@ -234,7 +320,7 @@ def _read(path: Path) -> str:
 
 
 def test_a_job_can_neither_unshare_nor_mount_nor_nest_user_namespaces(
-    zygote_backend: ZygoteBackend,
+    shared_zygote: ZygoteBackend,
 ) -> None:
     code = """
     import ctypes, errno, json, os
@@ -253,7 +339,7 @@ def test_a_job_can_neither_unshare_nor_mount_nor_nest_user_namespaces(
         "pid": os.getpid(), "parent": os.getppid(),
     }))
     """
-    seen = looked(run(zygote_backend, job_prefix(), textwrap.dedent(code)))
+    seen = looked(run(shared_zygote, job_prefix(), textwrap.dedent(code)))
     assert seen["unshare_user"] == seen["unshare_mount"] == seen["mount"] == "EPERM"
     assert seen["max_user_namespaces"] == "0"
     assert seen["caps"] == ["0000000000000000"] * 5
@@ -263,20 +349,20 @@ def test_a_job_can_neither_unshare_nor_mount_nor_nest_user_namespaces(
 
 
 def test_the_zygote_holds_no_descriptor_of_a_running_job(
-    zygote_backend: ZygoteBackend,
+    shared_zygote: ZygoteBackend,
 ) -> None:
     prefix = job_prefix()
-    zygote_backend.prepare()  # the zygote is running before the job is handed over
+    shared_zygote.prepare()  # the zygote is running before the job is handed over
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        job = pool.submit(run, zygote_backend, prefix, "import time\ntime.sleep(3)")
+        job = pool.submit(run, shared_zygote, prefix, "import time\ntime.sleep(3)")
         assert _job_running(prefix, until=job)
-        fds, threads = _zygote_state(zygote_backend)
+        fds, threads = _zygote_state(shared_zygote)
         assert job.result().status is RunStatus.OK
     assert threads == "1"  # it refuses to fork with more (forking a threaded process)
     # its control socket, /dev/null (stdin, stdout) and its own stderr: no pipe of a job
     # (Docker: its stderr is the container's log pipe; bubblewrap: a file)
     assert set(fds.values()) >= {"/dev/null"}, fds
-    own_stderr = {2} if isinstance(zygote_backend, DockerSandbox) else set()
+    own_stderr = {2} if isinstance(shared_zygote, DockerSandbox) else set()
     assert {fd for fd, target in fds.items() if target.startswith("pipe:")} == own_stderr, fds
     assert len([t for t in fds.values() if t.startswith("socket:")]) == 1, fds
 
@@ -389,16 +475,16 @@ def _await_prepared(others: set[Path]) -> set[Path]:
 
 
 def test_the_next_job_is_prepared_ahead_and_runs_in_cgroups_named_after_itself(
-    zygote_backend: ZygoteBackend,
+    shared_zygote: ZygoteBackend,
 ) -> None:
     if not _host_has_job_cgroups():
         pytest.skip("no per-job cgroups here: keepers are forked per job")
     others = _prepared_cgroups()
     prefix = job_prefix()
-    assert run(zygote_backend, prefix, "pass").status is RunStatus.OK
+    assert run(shared_zygote, prefix, "pass").status is RunStatus.OK
     prepared = _await_prepared(others)
     assert prepared, "no keeper was prepared for the next job"
-    result = run(zygote_backend, prefix, "print(open('/proc/self/cgroup').read())")
+    result = run(shared_zygote, prefix, "print(open('/proc/self/cgroup').read())")
     assert result.status is RunStatus.OK, result.message
     memory = [line for line in result.stdout.decode().splitlines() if ":memory:" in line]
     assert memory and f"/{prefix}-" in memory[0], result.stdout  # renamed for the job
@@ -432,15 +518,15 @@ def test_closing_a_zygote_backend_removes_the_keeper_it_prepared(
 
 
 def test_the_zygote_maps_its_heap_with_huge_pages_where_the_kernel_offers_them(
-    zygote_backend: ZygoteBackend,
+    shared_zygote: ZygoteBackend,
 ) -> None:
     """Each job's forks and exits then copy and free a page table entry per 2 MiB."""
     enabled = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     major, minor = (int(part) for part in os.uname().release.split(".")[:2])
     if not enabled.exists() or "[never]" in enabled.read_text() or (major, minor) < (6, 1):
         pytest.skip("no transparent huge pages, or no MADV_COLLAPSE (Linux < 6.1)")
-    zygote_backend.prepare()
-    rollup = _read(Path(f"/proc/{_zygote_python(zygote_backend)}/smaps_rollup"))
+    shared_zygote.prepare()
+    rollup = _read(Path(f"/proc/{_zygote_python(shared_zygote)}/smaps_rollup"))
     huge_kb = int(rollup.split("\nAnonHugePages:", 1)[1].split()[0])
     assert huge_kb >= 32 * 1024  # of some 150 MB of heap and buffers
 
@@ -472,67 +558,3 @@ def test_closing_a_backend_just_after_a_job_ends_that_job_and_the_prepared_sandb
     assert not prepared & gradlab_cgroups()
     assert not [c for c in gradlab_cgroups() if c.name.startswith(prefix)]
     assert_no_leftovers(prefix)
-
-
-ENDING_BOUND_S = 30.0  # generous: a correct end takes well under a second
-# a job that leaves a detached process behind: its end (in the background) must kill it
-DETACHED_SLEEPER = (
-    "import subprocess, sys\n"
-    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)  # TOKEN'],"
-    " start_new_session=True)\n"
-)
-EXITING = """
-import os, signal, sys, time
-sys.path.insert(0, {tests!r})
-from sandbox_helpers import RAW_HARNESS, raw_job
-from grader.protocol import Limits, SandboxRequest
-from grader.sandbox.bubblewrap import BubblewrapSandbox
-
-backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # as a Celery pool process's
-for n, code in enumerate(["pass", {sleeper!r}]):
-    result = backend.run(SandboxRequest(f"{prefix}-{{n}}", raw_job(code), Limits()))
-    assert result.status.value == "ok", result.message
-print(backend.zygote_pid(), flush=True)
-if {wait_for_signal!r}:
-    time.sleep(120)
-"""
-
-
-@pytest.mark.parametrize("how", ["returns", "sigterm"])
-def test_a_process_ending_just_after_a_zygote_job_ends_promptly_and_leaves_nothing(
-    how: str,
-) -> None:
-    """A process whose last job's end is still under way in the background (its detached
-    child to kill, its cgroups to remove) and whose next job's sandbox is prepared, ends
-    by returning from its program or by SystemExit from its SIGTERM handler: its exit
-    waits for that end, within the bound, and leaves no cgroup (its jobs', the prepared
-    sandbox's, its zygote's), no process of its jobs and no zygote."""
-    import subprocess
-    import sys
-
-    if not _host_has_job_cgroups():
-        pytest.skip("no per-job cgroups here")
-    prefix = job_prefix()
-    program = textwrap.dedent(EXITING).format(
-        tests=str(Path(__file__).resolve().parent), sleeper=DETACHED_SLEEPER,
-        prefix=prefix, wait_for_signal=how == "sigterm",
-    )  # fmt: skip
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'platform'}"}
-    process = subprocess.Popen(
-        [sys.executable, "-c", program], cwd=root, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdout is not None
-    zygote = process.stdout.readline().strip()
-    assert zygote.isdigit(), process.communicate(timeout=WATCH_TIMEOUT_S)[1].decode()[-2000:]
-    started = time.monotonic()
-    if how == "sigterm":
-        process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=WATCH_TIMEOUT_S)
-    assert time.monotonic() - started < ENDING_BOUND_S
-    assert process.returncode == (143 if how == "sigterm" else 0), stderr.decode()[-2000:]
-    assert not [c for c in gradlab_cgroups() if f"-{process.pid}-" in c.name]
-    assert_no_leftovers(prefix)
-    assert not Path(f"/proc/{zygote.decode()}").exists() or _is_zombie(int(zygote))
