@@ -73,20 +73,28 @@ def main(argv: list[str] | None = None) -> None:
     sandbox = get_backend(args.backend)
     print(_header(package, sandbox, args))
     print(f"{'':<46}{'min ms':>10}{'median ms':>10}{'p95 ms':>10}")
-    for figures in _measure(package, sandbox, args.runs, args.device):
-        print(figures.line(), flush=True)
-    if sandbox.name == "bubblewrap":
-        _print_docker(package, args.runs, args.device)
-        print(f"\ngradings a minute, {CONCURRENCY} at once, reference cache warm", flush=True)
-        rates = {}
-        for path in ("cold", "warm", "zygote"):
-            rates[path] = _throughput(package, path, args.runs, args.device)
-            print(f"{path:<46}{rates[path]:>10.0f}", flush=True)
-        ratios = ", ".join(f"{p} {rates['zygote'] / rates[p]:.1f}x" for p in ("cold", "warm"))
-        print(f"zygote against {ratios}")
+    # One reference cache for every figure taken with the cache warm (the "cold" figure
+    # empties its own each run): each reference capture runs once per runtime.
+    with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
+        cache = ReferenceCache(folder)
+        for figures in _measure(package, sandbox, cache, args.runs, args.device):
+            print(figures.line(), flush=True)
+        if sandbox.name == "bubblewrap":
+            _print_docker(package, cache, args.runs, args.device)
+            _print_throughput(package, cache, args.runs, args.device)
 
 
-def _print_docker(package: Package, runs: int, device: str) -> None:
+def _print_throughput(package: Package, cache: ReferenceCache, runs: int, device: str) -> None:
+    print(f"\ngradings a minute, {CONCURRENCY} at once, reference cache warm", flush=True)
+    rates = {}
+    for path in ("cold", "warm", "zygote"):
+        rates[path] = _throughput(package, path, cache, runs, device)
+        print(f"{path:<46}{rates[path]:>10.0f}", flush=True)
+    ratios = ", ".join(f"{p} {rates['zygote'] / rates[p]:.1f}x" for p in ("cold", "warm"))
+    print(f"zygote against {ratios}")
+
+
+def _print_docker(package: Package, cache: ReferenceCache, runs: int, device: str) -> None:
     """The sandbox job in the Docker backend, cold and zygote, and their ratio; a line
     saying why not where no Engine (or image) is there."""
     cold, zygote = DockerSandbox(), DockerSandbox(zygote=True)
@@ -98,7 +106,7 @@ def _print_docker(package: Package, runs: int, device: str) -> None:
     try:
         medians = []
         for label, backend in (("cold", cold), ("zygote", zygote)):
-            job = _empty_submission(backend, package, device)  # starts the zygote
+            job = _empty_submission(backend, package, cache, device)  # starts the zygote
             label = f"sandbox, real harness, empty submission, docker {label}"
             figures = Figures(label, _times(job, runs))
             medians.append(statistics.median(figures.seconds))
@@ -132,35 +140,35 @@ def _header(package: Package, sandbox: Sandbox, args: argparse.Namespace) -> str
     )
 
 
-def _measure(package: Package, sandbox: Sandbox, runs: int, device: str) -> Iterator[Figures]:
+def _measure(
+    package: Package, sandbox: Sandbox, warm_cache: ReferenceCache, runs: int, device: str
+) -> Iterator[Figures]:
     code = package.solution
 
     def cold() -> None:
         with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
             _grade_ok(package, code, sandbox, ReferenceCache(folder), device)
 
-    with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
-        warm_cache = ReferenceCache(folder)
-        _grade_ok(package, code, sandbox, warm_cache, device)  # fills the cache
+    _grade_ok(package, code, sandbox, warm_cache, device)  # fills the cache
 
-        def warm() -> None:
-            _grade_ok(package, code, sandbox, warm_cache, device)
+    def warm() -> None:
+        _grade_ok(package, code, sandbox, warm_cache, device)
 
-        yield Figures("grade, reference cache cold (reference runs too)", _times(cold, runs))
-        yield Figures("grade, reference cache warm (learner runs only)", _times(warm, runs))
-        if sandbox.name == "bubblewrap":
-            yield _warm_sandbox_figures(package, code, warm_cache, runs, device)
-        yield _zygote_figures(package, code, _zygote_backend(sandbox), warm_cache, runs, device)
+    yield Figures("grade, reference cache cold (reference runs too)", _times(cold, runs))
+    yield Figures("grade, reference cache warm (learner runs only)", _times(warm, runs))
+    if sandbox.name == "bubblewrap":
+        yield _warm_sandbox_figures(package, code, warm_cache, runs, device)
+    yield _zygote_figures(package, code, _zygote_backend(sandbox), warm_cache, runs, device)
     if sandbox.name == "bubblewrap":  # other backends bake their harness into the image
         with _empty_harness() as harness:
             empty = get_backend("bubblewrap", harness_dir=harness)
             job = _empty_job(empty, device)
             yield Figures("sandbox, empty job, no torch import", _times(job, runs))
-    submission = _empty_submission(sandbox, package, device)
+    submission = _empty_submission(sandbox, package, warm_cache, device)
     yield Figures("sandbox, real harness, empty submission", _times(submission, runs))
     zygote = _zygote_backend(sandbox)
     try:
-        forked = _empty_submission(zygote, package, device)  # starts the zygote
+        forked = _empty_submission(zygote, package, warm_cache, device)  # starts the zygote
         yield Figures("sandbox, real harness, empty submission, zygote", _times(forked, runs))
     finally:
         zygote.close()
@@ -194,35 +202,36 @@ def _zygote_figures(
     return Figures("grade, cache warm, zygote", seconds)
 
 
-def _throughput(package: Package, path: str, runs: int, device: str) -> float:
+def _throughput(
+    package: Package, path: str, cache: ReferenceCache, runs: int, device: str
+) -> float:
     """Gradings a minute with CONCURRENCY graders, each grading `runs` submissions back to
     back with its own backend (as each Celery worker process has its own): "cold", "warm"
-    (a spare sandbox started after each job) or "zygote"."""
+    (a spare sandbox started after each job) or "zygote"; `cache` holds the reference."""
     backends = [
         BubblewrapSandbox(warm=path == "warm", zygote=path == "zygote") for _ in range(CONCURRENCY)
     ]
     code = package.solution
-    with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
-        cache = ReferenceCache(folder)
-        try:
-            for backend in backends:  # fills the cache; starts the spare or the zygote
+    try:
+        if path != "cold":  # the reference is cached already: a cold backend has no start
+            for backend in backends:  # starts the spare or the zygote
                 _grade_ok(package, code, backend, cache, device)
-            for backend in backends:
-                if path == "warm" and not backend.wait_until_warm(WARM_UP_S):
-                    raise SystemExit("the warm sandbox did not become ready")
+        for backend in backends:
+            if path == "warm" and not backend.wait_until_warm(WARM_UP_S):
+                raise SystemExit("the warm sandbox did not become ready")
 
-            def grader(backend: BubblewrapSandbox) -> None:
-                for _ in range(runs):
-                    _grade_ok(package, code, backend, cache, device)
+        def grader(backend: BubblewrapSandbox) -> None:
+            for _ in range(runs):
+                _grade_ok(package, code, backend, cache, device)
 
-            started = time.perf_counter()
-            with concurrent.futures.ThreadPoolExecutor(CONCURRENCY) as pool:
-                for done in [pool.submit(grader, backend) for backend in backends]:
-                    done.result()
-            elapsed = time.perf_counter() - started
-        finally:
-            for backend in backends:
-                backend.close()
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(CONCURRENCY) as pool:
+            for done in [pool.submit(grader, backend) for backend in backends]:
+                done.result()
+        elapsed = time.perf_counter() - started
+    finally:
+        for backend in backends:
+            backend.close()
     return CONCURRENCY * runs * 60.0 / elapsed
 
 
@@ -274,10 +283,14 @@ def _empty_harness() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _empty_submission(sandbox: Sandbox, package: Package, device: str) -> Callable[[], None]:
-    from grader.engine import learner_envelope, reference_capture, run_envelope
+def _empty_submission(
+    sandbox: Sandbox, package: Package, cache: ReferenceCache, device: str
+) -> Callable[[], None]:
+    from grader.engine import DEV_SEED, learner_envelope, reference_capture, run_envelope
 
-    reference = reference_capture(package, seed=0, device=device, sandbox=sandbox, cache=None)
+    reference = reference_capture(
+        package, seed=DEV_SEED, device=device, sandbox=sandbox, cache=cache
+    )
     envelope = learner_envelope(package, "", reference)
 
     def run() -> None:
