@@ -349,20 +349,20 @@ def test_a_job_can_neither_unshare_nor_mount_nor_nest_user_namespaces(
 
 
 def test_the_zygote_holds_no_descriptor_of_a_running_job(
-    shared_zygote: ZygoteBackend,
+    zygote_backend: ZygoteBackend,
 ) -> None:
     prefix = job_prefix()
-    shared_zygote.prepare()  # the zygote is running before the job is handed over
+    zygote_backend.prepare()  # the zygote is running before the job is handed over
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        job = pool.submit(run, shared_zygote, prefix, "import time\ntime.sleep(3)")
+        job = pool.submit(run, zygote_backend, prefix, "import time\ntime.sleep(3)")
         assert _job_running(prefix, until=job)
-        fds, threads = _zygote_state(shared_zygote)
+        fds, threads = _zygote_state(zygote_backend)
         assert job.result().status is RunStatus.OK
     assert threads == "1"  # it refuses to fork with more (forking a threaded process)
     # its control socket, /dev/null (stdin, stdout) and its own stderr: no pipe of a job
     # (Docker: its stderr is the container's log pipe; bubblewrap: a file)
     assert set(fds.values()) >= {"/dev/null"}, fds
-    own_stderr = {2} if isinstance(shared_zygote, DockerSandbox) else set()
+    own_stderr = {2} if isinstance(zygote_backend, DockerSandbox) else set()
     assert {fd for fd, target in fds.items() if target.startswith("pipe:")} == own_stderr, fds
     assert len([t for t in fds.values() if t.startswith("socket:")]) == 1, fds
 
