@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
+from gradlab_fixtures import wait_for
 from sandbox_helpers import job_prefix
 
 from grader.sandbox import cgroups
@@ -27,14 +27,6 @@ def group() -> Iterator[cgroups.JobCgroup]:
         pytest.skip(f"no per-job cgroups here: {why}")
     yield made
     made.remove()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"waited {timeout:.0f} s for {what}")
-        time.sleep(0.02)
 
 
 def start_in(group: cgroups.JobCgroup, code: str) -> subprocess.Popen[bytes]:
@@ -78,7 +70,7 @@ def test_a_job_group_caps_its_processes(group: cgroups.JobCgroup) -> None:
 
 def test_removing_a_group_kills_what_runs_in_it(group: cgroups.JobCgroup) -> None:
     sleeper = start_in(group, "import time\ntime.sleep(600)")
-    wait_until(lambda: sleeper.pid in group.pids(), "the sleeper to join its group")
+    wait_for(lambda: sleeper.pid in group.pids(), timeout=10, what="the sleeper to join")
     group.remove()
     assert sleeper.wait(timeout=10) == -9
     assert not any(f.parent.exists() for f in group.join_files())
@@ -96,15 +88,15 @@ def test_groups_left_by_a_dead_worker_are_reaped() -> None:
         pytest.skip(f"no per-job cgroups here: {why}")
     sleeper = start_in(stale, "import time\ntime.sleep(600)")
     try:
-        wait_until(lambda: sleeper.pid in stale.pids(), "the sleeper to join its group")
+        wait_for(lambda: sleeper.pid in stale.pids(), timeout=10, what="the sleeper to join")
         worker.kill()
         worker.wait(timeout=10)  # the worker is gone: its group is stale now
         cgroups.reap_stale()
         # Another test process's janitor may have reaped it first: the groups are gone and
         # what ran in them is killed, whoever removed them.
         assert sleeper.wait(timeout=10) == -9
-        wait_until(lambda: not any(f.parent.exists() for f in stale.join_files()),
-                   "the stale group's folders to be removed")  # fmt: skip
+        wait_for(lambda: not any(f.parent.exists() for f in stale.join_files()), timeout=10,
+                 what="the stale group's folders to be removed")  # fmt: skip
     finally:
         worker.kill()
         sleeper.kill()
@@ -155,7 +147,7 @@ def test_a_renamed_group_keeps_its_processes_and_limits_under_its_new_name(
     group: cgroups.JobCgroup,
 ) -> None:
     sleeper = start_in(group, "import time\ntime.sleep(600)")
-    wait_until(lambda: sleeper.pid in group.pids(), "the sleeper to join its group")
+    wait_for(lambda: sleeper.pid in group.pids(), timeout=10, what="the sleeper to join")
     name = cgroups.job_name(job_prefix())
     try:
         renamed = group.renamed(name)
