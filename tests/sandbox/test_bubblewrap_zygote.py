@@ -188,9 +188,6 @@ def torch_default_seed() -> int:
     return zygote_init.TORCH_DEFAULT_SEED
 
 
-# These two first: they use no zygote fixture. pytest runs a module's tests grouped by the
-# kind of zygote, Docker's last; a test without one after them would have the shared Docker
-# zygote closed in its teardown, outside a `docker` test (tests/lanes.py).
 ENDING_BOUND_S = 30.0  # generous: a correct end takes well under a second
 # a job that leaves a detached process behind: its end (in the background) must kill it
 DETACHED_SLEEPER = (
@@ -216,6 +213,9 @@ if {wait_for_signal!r}:
 """
 
 
+# These two first: they use no zygote fixture. pytest runs a module's tests grouped by the
+# kind of zygote, Docker's last; a test without one after them would have the shared Docker
+# zygote closed in its teardown, outside a `docker` test (tests/lanes.py).
 @pytest.mark.parametrize("how", ["returns", "sigterm"])
 def test_a_process_ending_just_after_a_zygote_job_ends_promptly_and_leaves_nothing(
     how: str,
