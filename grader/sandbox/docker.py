@@ -42,6 +42,7 @@ import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -415,8 +416,6 @@ def reap_expired(client: Any = None, *, now: float | None = None) -> list[str]:
     """Remove every sandbox container (running or not) whose deadline has passed, e.g.
     after its worker died mid-job. Safe to run from any number of workers at once.
     Returns the names of the removed containers."""
-    import docker.errors
-
     client = client or _connect(None)
     now = time.time() if now is None else now
     removed: list[str] = []
@@ -427,18 +426,26 @@ def reap_expired(client: Any = None, *, now: float | None = None) -> list[str]:
     except _engine_errors() as error:
         raise InfrastructureError(f"cannot list sandbox containers: {error}") from error
     for container in containers + _exited_zygotes(client):
-        deadline = _deadline(container.labels)
-        if deadline > now:
+        if _deadline(container.labels) > now or not _reap(container):
             continue
-        with contextlib.suppress(docker.errors.NotFound):  # another janitor was faster
-            container.remove(force=True)
-            removed.append(container.name)
-            log.info(
-                "sandbox janitor removed %s (job %s)",
-                container.name,
-                container.labels.get(LABEL_JOB, "?"),
-            )
+        removed.append(container.name)
+        log.info(
+            "sandbox janitor removed %s (job %s)",
+            container.name,
+            container.labels.get(LABEL_JOB, "?"),
+        )
     return removed
+
+
+def _reap(container: Any) -> bool:
+    """The janitor's removal of one expired container: True when this call removed it.
+    A failure is logged and left to the next pass; it never stops the pass (nor the
+    grading that ran it)."""
+    try:
+        return _remove_container(container)
+    except _engine_errors() as error:
+        log.warning("sandbox janitor: cannot remove %s (next pass): %s", container.name, error)
+        return False
 
 
 def _exited_zygotes(client: Any) -> list[Any]:
@@ -588,14 +595,27 @@ def _kill(container: Any) -> None:
 
 
 def _remove(container: Any) -> None:
+    try:
+        _remove_container(container)
+    except _engine_errors() as error:
+        log.error("cannot remove sandbox container %s (the janitor will): %s", container.id, error)
+
+
+def _remove_container(container: Any) -> bool:
+    """Force-removes a container: True when this call removed it, False when it was gone
+    or its removal already under way (a janitor of another worker got there first: the
+    Engine answers 409 Conflict, "removal of container ... is already in progress")."""
     import docker.errors
 
     try:
         container.remove(force=True)
     except docker.errors.NotFound:
-        pass
-    except _engine_errors() as error:
-        log.error("cannot remove sandbox container %s (the janitor will): %s", container.id, error)
+        return False
+    except docker.errors.APIError as error:
+        if error.status_code == HTTPStatus.CONFLICT and "in progress" in str(error):
+            return False
+        raise
+    return True
 
 
 def main(argv: list[str]) -> int:

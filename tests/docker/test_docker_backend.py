@@ -6,13 +6,15 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import docker.errors
 import pytest
-from docker_helpers import ROOT, containers_of_job, request
+from docker_helpers import ROOT, containers_of_job, engine_client, request
 
 from grader.cache import ReferenceCache
 from grader.engine import GradeJob, grade
@@ -31,6 +33,9 @@ from grader.sandbox.docker import (
 from grader.spec import load_package
 
 EXERCISES = ROOT / "exercises"
+# Janitors started at once, on this many expired containers.
+JANITOR_RACE_WORKERS = 4
+JANITOR_RACE_CONTAINERS = 6
 
 pytestmark = pytest.mark.docker
 
@@ -125,6 +130,42 @@ def test_the_janitor_removes_only_containers_past_their_deadline(
     finally:
         for container in (expired, current):
             with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+
+
+def test_janitors_of_several_workers_at_once_each_expired_container_removed_once_and_none_fails(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    """Every worker's backend runs the janitor now and then, so two often reap the same
+    container: the later one finds it gone, or its removal under way (409 Conflict), and
+    moves on; it never fails the grading that ran it (it did once, mid-run)."""
+    job = f"test-janitors-race-{time.time_ns()}"
+    labels = {LABEL_ROLE: ROLE_SANDBOX, LABEL_JOB: job, LABEL_DEADLINE: f"{time.time() - 5:.0f}"}
+    expired = [
+        docker_client.containers.run(
+            sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
+        )
+        for _ in range(JANITOR_RACE_CONTAINERS)
+    ]
+    clients = [engine_client() for _ in range(JANITOR_RACE_WORKERS)]
+    start = threading.Barrier(len(clients))
+
+    def janitor(client: Any) -> list[str]:
+        start.wait()
+        return reap_expired(client)
+
+    try:
+        with ThreadPoolExecutor(len(clients)) as pool:
+            passes = list(pool.map(janitor, clients))  # re-raises a janitor's error
+        ours = {container.name for container in expired}
+        removed = [name for names in passes for name in names if name in ours]
+        assert len(removed) == len(set(removed))  # no container counted twice
+        assert containers_of_job(docker_client, job) == []
+    finally:
+        for client in clients:
+            client.close()
+        for container in expired:
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
                 container.remove(force=True)
 
 
