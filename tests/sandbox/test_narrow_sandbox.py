@@ -243,8 +243,9 @@ def _watch_job(prefix: str, until: concurrent.futures.Future[Any]) -> dict[str, 
     seen: dict[str, Any] = {"init_fds": [], "cpu": None}
     while not until.done():
         for folder in (c for c in gradlab_cgroups() if c.name.startswith(prefix)):
-            seen["cpu"] = seen["cpu"] or _cpu_quota(folder)
             pids = _by_innermost_pid(folder / "cgroup.procs")
+            if pids:  # a group is read once the job is in it (its limits are set before)
+                seen["cpu"] = seen["cpu"] or _cpu_quota(folder)
             if "1" in pids and "2" in pids:
                 seen["init_fds"] = _fds(pids["1"]) or seen["init_fds"]
         time.sleep(0.05)
