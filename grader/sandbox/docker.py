@@ -419,12 +419,7 @@ def reap_expired(client: Any = None, *, now: float | None = None) -> list[str]:
     client = client or _connect(None)
     now = time.time() if now is None else now
     removed: list[str] = []
-    try:
-        containers = client.containers.list(
-            all=True, filters={"label": f"{LABEL_ROLE}={ROLE_SANDBOX}"}
-        )
-    except _engine_errors() as error:
-        raise InfrastructureError(f"cannot list sandbox containers: {error}") from error
+    containers = _listed(client, "sandbox", {"label": f"{LABEL_ROLE}={ROLE_SANDBOX}"})
     for container in containers + _exited_zygotes(client):
         if _deadline(container.labels) > now or not _reap(container):
             continue
@@ -451,15 +446,17 @@ def _reap(container: Any) -> bool:
 def _exited_zygotes(client: Any) -> list[Any]:
     """Zygote containers that have ended (their worker went away: a zygote exits when its
     control socket closes). They carry no deadline label: long expired."""
+    filters = {"label": f"{LABEL_ROLE}={ROLE_ZYGOTE}", "status": ["exited", "dead"]}
+    return _listed(client, "zygote", filters)
+
+
+def _listed(client: Any, kind: str, filters: Mapping[str, Any]) -> list[Any]:
+    """The containers (running or not) these filters match. One removed between the
+    Engine's list and the SDK's look at it (another worker's janitor) is left out."""
     try:
-        return list(
-            client.containers.list(
-                all=True,
-                filters={"label": f"{LABEL_ROLE}={ROLE_ZYGOTE}", "status": ["exited", "dead"]},
-            )
-        )
+        return list(client.containers.list(all=True, filters=filters, ignore_removed=True))
     except _engine_errors() as error:
-        raise InfrastructureError(f"cannot list zygote containers: {error}") from error
+        raise InfrastructureError(f"cannot list {kind} containers: {error}") from error
 
 
 def _deadline(labels: Mapping[str, str]) -> float:

@@ -76,4 +76,6 @@ def request(code: str, *, job_id: str | None = None, **limits: Any) -> SandboxRe
 
 
 def containers_of_job(client: Any, job_id: str) -> list[Any]:
-    return client.containers.list(all=True, filters={"label": f"org.gradlab.job={job_id}"})
+    return client.containers.list(
+        all=True, filters={"label": f"org.gradlab.job={job_id}"}, ignore_removed=True
+    )

@@ -51,7 +51,9 @@ def inspect_while_running(client: Any, sandbox: DockerSandbox, limits: Limits) -
     def watch() -> None:
         deadline = time.monotonic() + INSPECT_TIMEOUT_S
         while time.monotonic() < deadline and not seen:
-            found = client.containers.list(filters={"label": f"{LABEL_JOB}={job.job_id}"})
+            found = client.containers.list(
+                filters={"label": f"{LABEL_JOB}={job.job_id}"}, ignore_removed=True
+            )
             if found:
                 seen.update(found[0].attrs)
             time.sleep(0.05)
@@ -114,7 +116,9 @@ def test_the_sandbox_container_is_removed_after_its_job(
     job = request("x = 1\n")
     assert docker_sandbox.run(job).status == RunStatus.OK
     assert (
-        docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={job.job_id}"})
+        docker_client.containers.list(
+            all=True, filters={"label": f"{LABEL_JOB}={job.job_id}"}, ignore_removed=True
+        )
         == []
     )
 
@@ -159,7 +163,9 @@ def test_the_zygote_container_has_every_limit_but_the_namespace_calls_it_needs(
     pid = docker_zygote.zygote_pid()
     found = [
         c
-        for c in docker_client.containers.list(filters={"label": f"{LABEL_ROLE}={ROLE_ZYGOTE}"})
+        for c in docker_client.containers.list(
+            filters={"label": f"{LABEL_ROLE}={ROLE_ZYGOTE}"}, ignore_removed=True
+        )
         if c.attrs["State"]["Pid"] == pid
     ]
     assert len(found) == 1
