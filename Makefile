@@ -6,12 +6,14 @@ PY := .venv/bin/python
 export PYTHONPATH := platform:.
 # What the fast lane leaves out (tests/lanes.py marks the tests that need these).
 FAST_LANE := not sandbox and not docker and not browser and not worker
-# Test processes (pytest-xdist): one per core of the 2-core reference machine. Three ran
-# `make test` faster (pytest 711 s -> 585-718 s) but failed 3 of 5 rehearsals on races
-# and load (Docker janitors of different processes, a starved reference's timing); the
-# fast lane, busy on the CPU throughout, is slower in three (49 s -> 58 s). 0 runs the
-# tests in pytest's own process (what `scripts/test.sh <paths>` does).
-TEST_PROCESSES ?= 2
+# Test processes (pytest-xdist): three on the 2-core reference machine. The suite waits
+# for part of its time (workers and Chromium starting, Docker, wall clocks), and a third
+# process fills it: on 1-2 December, pytest 581-697 s in three against 661-751 s in two
+# (the same code, the host's speed varying by the hour). Three exposed races between test
+# processes that two hid (the Docker janitors of two workers, a cgroup read mid-creation,
+# a tight wall clock), each fixed. The fast lane, busy on the CPU throughout, keeps two
+# (49 s; 58 s in three). 0 runs the tests in pytest's own process (`scripts/test.sh <paths>`).
+TEST_PROCESSES ?= 3
 FAST_LANE_PROCESSES ?= 2
 
 .PHONY: help venv setup run test test-fast lint pytest pytest-fast bench services sandbox \
