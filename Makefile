@@ -8,7 +8,7 @@ export PYTHONPATH := platform:.
 FAST_LANE := not sandbox and not docker and not browser and not worker
 # Test processes (pytest-xdist): three on the 2-core reference machine. The suite waits
 # for part of its time (workers and Chromium starting, Docker, wall clocks), and a third
-# process fills it: on 1-2 December, pytest 581-697 s in three against 661-751 s in two
+# process fills it: on 1-2 December, pytest 534-697 s in three against 661-751 s in two
 # (the same code, the host's speed varying by the hour). Three exposed races between test
 # processes that two hid (the Docker janitors of two workers, a cgroup read mid-creation,
 # a tight wall clock), each fixed. The fast lane, busy on the CPU throughout, keeps two
