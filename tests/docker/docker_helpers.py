@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from grader.protocol import PROTOCOL_VERSION, Limits, SandboxRequest
+from grader.sandbox.docker import LABEL_JOB
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRE_DOCKER_ENV = "GRADLAB_REQUIRE_DOCKER"
@@ -77,5 +78,5 @@ def request(code: str, *, job_id: str | None = None, **limits: Any) -> SandboxRe
 
 def containers_of_job(client: Any, job_id: str) -> list[Any]:
     return client.containers.list(
-        all=True, filters={"label": f"org.gradlab.job={job_id}"}, ignore_removed=True
+        all=True, filters={"label": f"{LABEL_JOB}={job_id}"}, ignore_removed=True
     )

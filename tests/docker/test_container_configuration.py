@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import pytest
-from docker_helpers import request
+from docker_helpers import containers_of_job, request
 
 from grader.protocol import Limits, RunStatus
 from grader.sandbox import syscalls, zygote
@@ -115,12 +115,7 @@ def test_the_sandbox_container_is_removed_after_its_job(
 ) -> None:
     job = request("x = 1\n")
     assert docker_sandbox.run(job).status == RunStatus.OK
-    assert (
-        docker_client.containers.list(
-            all=True, filters={"label": f"{LABEL_JOB}={job.job_id}"}, ignore_removed=True
-        )
-        == []
-    )
+    assert containers_of_job(docker_client, job.job_id) == []
 
 
 def test_the_sandbox_image_runs_as_a_non_root_user_with_only_our_harness(
