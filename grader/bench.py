@@ -1,6 +1,7 @@
 """Grading latency benchmark, stage by stage: prints figures, asserts nothing.
 
     python -m grader.bench [--exercise chain-rule] [--runs 20] [--backend bubblewrap]
+                           [--measures grade,sandbox,docker,throughput]
 
 `make bench` runs scripts/bench.py (the three sandbox paths end to end through the API),
 which takes its "sandbox job alone" figure from sandbox_job_seconds below.
@@ -50,6 +51,8 @@ EXERCISES = ROOT / "exercises"
 PREFERRED_EXERCISES = ("chain-rule", "first-gradient")
 DEFAULT_RUNS = 20
 WARM_UP_S = 120.0  # at most, for a warm sandbox to import torch on a busy host
+# The groups of figures, in the order printed (--measures takes a subset).
+MEASURES = ("grade", "sandbox", "docker", "throughput")
 CONCURRENCY = 2  # graders at once in the throughput figures (make run's worker concurrency)
 # A harness that reads the job and exits: what the sandbox costs without Python's imports.
 EMPTY_HARNESS = "import sys\nsys.stdin.buffer.read()\n"
@@ -77,10 +80,16 @@ def main(argv: list[str] | None = None) -> None:
     # empties its own each run): each reference capture runs once per runtime.
     with tempfile.TemporaryDirectory(prefix="gradlab-bench-") as folder:
         cache = ReferenceCache(folder)
-        for figures in _measure(package, sandbox, cache, args.runs, args.device):
-            print(figures.line(), flush=True)
-        if sandbox.name == "bubblewrap":
+        measures = set(args.measures.split(","))
+        if "grade" in measures:
+            for figures in _grade_figures(package, sandbox, cache, args.runs, args.device):
+                print(figures.line(), flush=True)
+        if "sandbox" in measures:
+            for figures in _sandbox_figures(package, sandbox, cache, args.runs, args.device):
+                print(figures.line(), flush=True)
+        if sandbox.name == "bubblewrap" and "docker" in measures:
             _print_docker(package, cache, args.runs, args.device)
+        if sandbox.name == "bubblewrap" and "throughput" in measures:
             _print_throughput(package, cache, args.runs, args.device)
 
 
@@ -122,7 +131,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--backend", default=os.environ.get("GRADLAB_SANDBOX", "bubblewrap"))
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument(
+        "--measures",
+        type=_measures,
+        default=",".join(MEASURES),
+        help=f"a comma-separated subset of {','.join(MEASURES)} (default: all)",
+    )
     return parser
+
+
+def _measures(value: str) -> str:
+    unknown = set(value.split(",")) - set(MEASURES)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown measures {sorted(unknown)}: of {MEASURES}")
+    return value
 
 
 def _default_exercise() -> str:
@@ -140,9 +162,10 @@ def _header(package: Package, sandbox: Sandbox, args: argparse.Namespace) -> str
     )
 
 
-def _measure(
+def _grade_figures(
     package: Package, sandbox: Sandbox, warm_cache: ReferenceCache, runs: int, device: str
 ) -> Iterator[Figures]:
+    """Whole gradings: reference cache cold and warm, a warm spare, the zygote."""
     code = package.solution
 
     def cold() -> None:
@@ -159,6 +182,13 @@ def _measure(
     if sandbox.name == "bubblewrap":
         yield _warm_sandbox_figures(package, code, warm_cache, runs, device)
     yield _zygote_figures(package, code, _zygote_backend(sandbox), warm_cache, runs, device)
+
+
+def _sandbox_figures(
+    package: Package, sandbox: Sandbox, warm_cache: ReferenceCache, runs: int, device: str
+) -> Iterator[Figures]:
+    """The sandbox alone: an empty job, and the real harness on an empty submission, cold
+    and forked by the zygote."""
     if sandbox.name == "bubblewrap":  # other backends bake their harness into the image
         with _empty_harness() as harness:
             empty = get_backend("bubblewrap", harness_dir=harness)

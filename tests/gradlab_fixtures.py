@@ -29,12 +29,19 @@ from typing import Any
 
 import pytest
 
+from grader.protocol import Limits
+
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
 OTHER_MODULE_SLUG = "other-course"
 PASSWORD = "correct-horse-battery"
 WANTED_SLUGS = ("first-gradient", "chain-rule", "training-loop")
-WAIT_TIMEOUT_S = 120.0  # the first grading of an exercise also runs its reference
+# How long a test waits for a grading, derived from the product's own limits rather than
+# from a guess of the host's speed: every attempt the platform makes (config.settings.test:
+# 3) may run out of three sandboxes' wall clocks (the reference's, the learner's, the
+# scaled second run's), plus the backoffs between them. A passing test never waits it out;
+# it only bounds how long a hung one takes to fail.
+WAIT_TIMEOUT_S = 3 * 3 * Limits().wall_seconds + 60.0
 WORKER_READY_TIMEOUT_S = 90.0
 WORKER_STOP_TIMEOUT_S = 15.0
 # How often a test's HTTP peer checks for shutdown: socketserver's default (0.5 s) made each
@@ -203,6 +210,21 @@ class Worker:
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
+    def logged(self, *texts: str, count: int = 1) -> str:
+        """The log once each of `texts` is in it at least `count` times: the worker's pool
+        processes write their lines after the database row a test waits for may already
+        say the outcome, so a test reads the log only once the line it asserts on is there
+        (or fails with the log after WAIT_TIMEOUT_S)."""
+
+        def written() -> str:
+            log = self.output()
+            return log if all(log.count(text) >= count for text in texts) else ""
+
+        try:
+            return str(wait_for(written, what=f"{texts} in the worker's log"))
+        except AssertionError as missing:
+            raise AssertionError(f"{missing}:\n{self.output()[-4000:]}") from None
+
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signals the worker's whole process group (main process and pool children)."""
         try:
@@ -283,10 +305,12 @@ def launch_worker(
     *,
     index: int = 0,
     beat: bool = False,
+    concurrency: int = 1,
     **extra_env: str,
 ) -> Worker:
     """A running `celery worker` process on the test database, consuming `queue`; its log,
-    state and beat schedule in `folder`."""
+    state and beat schedule in `folder`. `concurrency` pool processes, each with its own
+    torch-loaded zygote: one unless the test needs two jobs at once."""
     from django.conf import settings
 
     log = folder / f"worker-{index}.log"
@@ -308,7 +332,7 @@ def launch_worker(
     }
     command = [
         sys.executable, "-m", "celery", "-A", "config.celery_app", "worker",
-        "-Q", queue, "--concurrency", "2", "--pool", "prefork",
+        "-Q", queue, "--concurrency", str(concurrency), "--pool", "prefork",
         "--without-heartbeat", "--without-gossip", "--without-mingle",
         "--hostname", f"{queue}-{index}@%h", "--loglevel", "INFO",
     ]  # fmt: skip
@@ -332,7 +356,7 @@ def launch_worker(
 def start_worker(
     worker_queue: str, transactional_db: None, tmp_path: Path, reference_cache: Any
 ) -> Iterator[Callable[..., Worker]]:
-    """start_worker(beat=False, **env) -> a new running worker process on the test
+    """start_worker(beat=False, concurrency=1, **env) -> a new running worker process on the test
     database, for a test that kills, stops or configures its worker (a test that only needs
     its submissions graded uses `grading_worker`). Like `make run`'s worker, each pool
     process forks its jobs from a torch-loaded zygote (config.settings.test; started while
@@ -342,10 +366,10 @@ def start_worker(
     run passes a GRADLAB_CACHE_DIR of its own."""
     started: list[Worker] = []
 
-    def start(*, beat: bool = False, **extra_env: str) -> Worker:
+    def start(*, beat: bool = False, concurrency: int = 1, **extra_env: str) -> Worker:
         worker = launch_worker(
             worker_queue, tmp_path, reference_cache.directory, index=len(started), beat=beat,
-            **extra_env,
+            concurrency=concurrency, **extra_env,
         )  # fmt: skip
         started.append(worker)
         return worker
@@ -367,8 +391,8 @@ def shared_worker(
     machine) is paid once per test process instead of once per test."""
     queue = f"grading-test-{os.getpid()}-shared"
     purge_queue(queue)
-    worker = launch_worker(
-        queue, tmp_path_factory.mktemp("shared-worker"), reference_cache.directory
+    worker = launch_worker(  # two pool processes: it grades every grading test's jobs
+        queue, tmp_path_factory.mktemp("shared-worker"), reference_cache.directory, concurrency=2
     )
     yield worker
     worker.stop()

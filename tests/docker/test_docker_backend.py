@@ -66,12 +66,12 @@ def test_the_reference_passes_and_a_wrong_solution_is_diagnosed_through_docker(
 def test_an_infinite_loop_is_killed_at_the_wall_clock_limit(
     docker_client: Any, docker_sandbox: DockerSandbox
 ) -> None:
-    job = request("while True:\n    pass\n", wall_seconds=3, cpu_seconds=30)
-    started = time.monotonic()
+    # the CPU limit far above the wall clock: the message says the wall clock ended it
+    job = request("while True:\n    pass\n", wall_seconds=3, cpu_seconds=600)
     result = docker_sandbox.run(job)
     assert result.status == RunStatus.TIMEOUT
-    assert "time limit of 3 s" in result.message
-    assert time.monotonic() - started < 3 + 15  # killed, not left to the CPU limit
+    assert result.message == "time limit of 3 s exceeded"
+    assert result.duration_s >= 3
     assert containers_of_job(docker_client, job.job_id) == []
 
 

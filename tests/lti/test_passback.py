@@ -309,9 +309,7 @@ def test_the_whole_flow_launch_submit_grade_in_the_sandbox_and_post_to_the_grade
         ).first(),
         timeout=400.0, what=f"the grade; worker log:\n{worker.output()}",
     )  # fmt: skip
-    if submission.status == "failed":  # our fault (the sandbox under load): nothing posted
-        assert not platform.scores
-        return
+    assert submission.status == "graded", submission.error_message
     wait_for(lambda: platform.scores, timeout=60.0, what=f"a score:\n{worker.output()}")
     [score] = platform.scores
     assert score.body["userId"] == "learner-1"

@@ -114,7 +114,7 @@ def test_a_worker_killed_mid_grading_still_gets_the_submission_graded_once(
     assert row.attempts >= 2  # 2, unless a slow machine also outlived the second lease
     assert CheckResult.objects.filter(submission=row).count() == len(manifest(E2E_SLUG)["checks"])
     # its claim's owner (a pool process of the killed worker) is gone: no wait for the lease
-    assert "re-queued: lease expired or owner gone" in second.output()
+    assert "re-queued: lease expired or owner gone" in second.logged("re-queued")
 
 
 def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(
@@ -139,7 +139,7 @@ def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(
     assert "does not count against you" in body["message"]
     assert "/nonexistent" not in body["message"]  # internals stay in the worker's log
     assert _row(created["id"]).attempts == 3
-    assert worker.output().count("infrastructure fault") == 3
+    assert worker.logged("infrastructure fault", count=3).count("infrastructure fault") == 3
     assert not CheckResult.objects.filter(submission_id=created["id"]).exists()
     # Not charged: the failed submission does not use up the learner's rate limit.
     assert (

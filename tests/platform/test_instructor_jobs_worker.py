@@ -97,7 +97,8 @@ def test_a_job_the_sandbox_cannot_run_is_retried_then_failed_with_the_reason(
     assert job.error.startswith("The sandbox could not run (not the package's fault)")
     assert "no-such-backend" in job.error
     assert job.outcome is None
-    assert worker.output().count(f"exercise job {job.pk} attempt") == 2
+    attempts = f"exercise job {job.pk} attempt"
+    assert worker.logged(attempts, count=2).count(attempts) == 2
 
 
 @pytest.mark.parametrize("status", ["queued", "running"])
@@ -119,5 +120,6 @@ def test_a_job_whose_message_or_worker_was_lost_is_recovered_by_the_sweep(
 
     assert job.status == "done" and job.outcome["regraded"] == 0
     assert job.attempts == (2 if status == "running" else 1)
-    assert f"exercise job {lost.pk} ({status}, owner " in worker.output()
-    assert "re-queued: lease expired or owner gone" in worker.output()
+    worker.logged(
+        f"exercise job {lost.pk} ({status}, owner ", "re-queued: lease expired or owner gone"
+    )

@@ -40,7 +40,8 @@ def test_a_killed_pool_process_has_its_submission_graded_again_at_once_and_only_
     # No beat and the default 240 s lease: only the redelivery can recover it quickly.
     # Warm sandboxes (torch imported before the job arrives): a loaded host's cold start
     # would not eat the exercise's wall clock.
-    worker = start_worker(GRADLAB_SANDBOX_WARM="1")
+    # two pool processes, as `make run`'s worker: the test kills one of them
+    worker = start_worker(concurrency=2, GRADLAB_SANDBOX_WARM="1")
     client = api(alice_learner)
     # A first grading computes the exercise's reference: the kill then lands in the
     # learner's run, and the second attempt does the same work as the first.
@@ -66,4 +67,4 @@ def test_a_killed_pool_process_has_its_submission_graded_again_at_once_and_only_
     assert Owner.parse(row.claimed_by) != owner
     checks = CheckResult.objects.filter(submission=row)
     assert checks.count() == len(manifest(E2E_SLUG)["checks"])  # one report, not two
-    assert f"owner {running.claimed_by} is gone; taken over as attempt 2" in worker.output()
+    worker.logged(f"owner {running.claimed_by} is gone; taken over as attempt 2")

@@ -60,7 +60,7 @@ def test_a_worker_survives_a_redis_restart_and_every_lost_message_is_graded_once
     )
     assert done
     assert worker.process.poll() is None  # reconnected, still up
-    assert "the broker restarted:" in worker.output()
+    worker.logged("the broker restarted:")
     checks = len(tomllib.loads((EXERCISES / E2E_SLUG / "exercise.toml").read_text())["checks"])
     for row in Submission.objects.filter(pk__in=ids):
         assert row.passed is True

@@ -26,7 +26,8 @@ def test_a_burst_with_pool_processes_killed_loses_nothing_and_grades_nothing_twi
     import loadtest
 
     settings.GRADLAB_RATE_LIMIT_COUNT = BURST + 1
-    worker = start_worker(beat=True, GRADLAB_RECOVERY_SWEEP_SECONDS="2",
+    # two pool processes, as `make run`'s worker: the burst kills some of them mid-job
+    worker = start_worker(beat=True, concurrency=2, GRADLAB_RECOVERY_SWEEP_SECONDS="2",
                           GRADLAB_SANDBOX_WARM="1")  # fmt: skip
     figures = loadtest.run(
         url=live_server.url, token=token_issue(user=alice_learner), exercise="chain-rule",

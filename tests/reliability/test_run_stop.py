@@ -109,6 +109,9 @@ class RunScript:
             GRADLAB_QUEUE_GPU=f"{queue}-gpu",
             GRADLAB_SANDBOX_WARM="0",
             WEB_WORKERS="2",
+            # one pool process (and its zygote): nothing is graded, the process tree is
+            # what the tests stop and count
+            WORKER_CONCURRENCY="1",
         )
         name, value = self.marker.split("=")
         env[name] = value
