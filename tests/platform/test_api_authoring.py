@@ -5,7 +5,9 @@ and a finished job row stands for one where publishing is under test."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import tarfile
 import zipfile
 from typing import Any
 
@@ -269,6 +271,33 @@ def test_a_hostile_upload_is_a_400_naming_the_entry(
     assert response.status_code == 400
     assert message in response.json()["archive"][0] and entry in response.json()["archive"][0]
     assert not Exercise.objects.filter(slug="cube-gradient").exists()
+
+
+def _cve_2024_6232_upload() -> bytes:
+    """A .tar.gz of a few hundred bytes whose 128 KiB PAX header made tarfile 3.11.7's
+    regex quadratic: seconds of a web worker's CPU before the fix."""
+    records = b"2 " * 65_536 + b"="
+    info = tarfile.TarInfo("././@PaxHeader")
+    info.type, info.size = tarfile.XHDTYPE, len(records)
+    padding = b"\0" * (-len(records) % tarfile.BLOCKSIZE)
+    return gzip.compress(info.tobuf(tarfile.USTAR_FORMAT) + records + padding + b"\0" * 1024)
+
+
+def test_the_cve_2024_6232_upload_is_a_400_saying_why_and_changes_nothing(
+    bob: Any, catalog: Any
+) -> None:
+    from courses.models import Exercise
+
+    before = Exercise.objects.count()
+
+    response = bob.post(
+        f"{MODULE}/archive/", _cve_2024_6232_upload(), content_type="application/gzip"
+    )
+
+    assert response.status_code == 400
+    message = response.json()["archive"][0]
+    assert "upload: a PAX header of 131073 bytes (at most 4096 are allowed)" in message
+    assert Exercise.objects.count() == before
 
 
 def test_an_unknown_archive_type_is_a_400(bob: Any) -> None:

@@ -4,6 +4,8 @@ validation, publishing, try-as-learner, diffs, import and export, dates; who may
 
 from __future__ import annotations
 
+import gzip
+import tarfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -319,6 +321,25 @@ def test_a_hostile_upload_shows_the_refusal_and_changes_nothing(bob: Any) -> Non
     response = bob.post(AUTHOR, {"action": "upload", "archive": upload}, follow=True)
 
     assert "evil.zip/run.sh: unknown file" in response.content.decode()
+
+
+def test_an_upload_declaring_a_256_mib_long_name_shows_the_refusal(bob: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from courses.models import Exercise
+
+    info = tarfile.TarInfo("././@LongLink")
+    info.type, info.size = tarfile.GNUTYPE_LONGNAME, 256 * 1024 * 1024
+    data = gzip.compress(info.tobuf(tarfile.USTAR_FORMAT) + b"\0" * 1024 * 1024)
+    before = Exercise.objects.count()
+
+    upload = SimpleUploadedFile("evil.tar.gz", data)
+
+    response = bob.post(AUTHOR, {"action": "upload", "archive": upload}, follow=True)
+
+    assert response.status_code == 200
+    assert "evil.tar.gz: a GNU long name of 268435456 bytes" in response.content.decode()
+    assert Exercise.objects.count() == before
 
 
 def test_dates_are_set_on_the_page(bob: Any) -> None:
