@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -26,6 +27,7 @@ from accounts.selectors import (
     module_get_reviewed,
     module_get_taught,
     modules_reviewed_by,
+    modules_taught_by,
 )
 from common.errors import InvalidInput, NotFound
 from courses import authoring
@@ -412,11 +414,24 @@ class ValidateApi(APIView):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
 
+# Jobs whose outcome holds learners' scores (a regrade's old and new score per learner):
+# a module's instructors read them, its reviewers (who see no grades anywhere) do not.
+GRADE_JOBS = (ExerciseJob.Kind.REGRADE, ExerciseJob.Kind.REGRADE_PREVIEW)
+
+
+def _job_readable_by(user: Any, pk: int) -> ExerciseJob | None:
+    """The job `pk` if `user` may read it: validations for the module's reviewers and
+    instructors, regrades for its instructors only; None otherwise (one 404 for both)."""
+    jobs = ExerciseJob.objects.select_related("version", "exercise__module").filter(pk=pk)
+    reviewed = Q(exercise__module__in=modules_reviewed_by(user=user)) & ~Q(kind__in=GRADE_JOBS)
+    taught = Q(exercise__module__in=modules_taught_by(user=user))
+    return jobs.filter(reviewed | taught).first()
+
+
 class JobApi(APIView):
     @extend_schema(responses={200: AuthoringJobOutput, **ERRORS})
     def get(self, request: Request, pk: int) -> Response:
-        job = ExerciseJob.objects.select_related("version", "exercise__module").filter(pk=pk)
-        found = job.filter(exercise__module__in=modules_reviewed_by(user=request.user)).first()
+        found = _job_readable_by(request.user, pk)
         if found is None:
             raise NotFound("No such job.")
         return Response(AuthoringJobOutput(found, context={"request": request}).data)
