@@ -182,7 +182,8 @@ def events_record(
     the caller's transaction, and sends them once it commits. Returns their ids. `payload`
     is called once, and only when an endpoint wants the event."""
     endpoints = WebhookEndpoint.objects.filter(module_id=module_id, active=True)
-    wanted = [e for e in endpoints if event_type in e.events]
+    interested = [e for e in endpoints.select_related("created_by") if event_type in e.events]
+    wanted = [e for e in interested if _creator_may_receive(e)]
     if not wanted:
         return []
     body = payload()
@@ -221,6 +222,9 @@ def delivery_attempt(*, delivery_id: int) -> Outcome:
         OUTBOX.finish(
             delivery_id, attempt, Status.FAILED, Answer(None, "The endpoint is disabled.")
         )
+        return Outcome.FAILED
+    if not _creator_may_receive(endpoint):
+        OUTBOX.finish(delivery_id, attempt, Status.FAILED, Answer(None, CREATOR_GONE))
         return Outcome.FAILED
     answer = _post(endpoint, delivery)
     if answer.succeeded:
@@ -267,6 +271,21 @@ def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Answer:
     except (requests.RequestException, egress.RefusedHost) as failure:
         return Answer(None, describe(failure))
     return Answer(response.status_code, "" if response.ok else error_text(response.text))
+
+
+# An endpoint carries its creator's rights, as a course token does: once its creator no
+# longer teaches the course (removed, made a learner or reviewer, deactivated), it is
+# disabled and receives nothing more, queued deliveries included.
+CREATOR_GONE = "Disabled: its creator no longer teaches this course."
+
+
+def _creator_may_receive(endpoint: WebhookEndpoint) -> bool:
+    """Whether the endpoint's creator still teaches its module; disables it if not."""
+    creator = endpoint.created_by
+    if creator.is_active and teaches(creator, endpoint.module_id):
+        return True
+    _disable(endpoint, CREATOR_GONE)
+    return False
 
 
 def _disable(endpoint: WebhookEndpoint, reason: str) -> None:

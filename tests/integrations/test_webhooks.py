@@ -480,3 +480,57 @@ def test_a_real_worker_grades_then_delivers_once_to_a_receiver_that_failed_first
     assert (data["score"], data["passed"]) == (graded.score, graded.passed)
     assert [r.answered for r in receiver.received] == [500, 200]
     assert WebhookDelivery.objects.get().attempts == 2
+
+
+# -- an endpoint follows its creator's rights ------------------------------------------------
+
+
+def _demote(user: Any, role: str) -> None:
+    from accounts.models import Enrollment
+
+    if role:
+        Enrollment.objects.filter(user=user, module__slug=COURSE).update(role=role)
+    else:
+        Enrollment.objects.filter(user=user, module__slug=COURSE).delete()
+
+
+@pytest.mark.parametrize(
+    "role", ["", "learner", "reviewer"], ids=["removed", "learner", "reviewer"]
+)
+def test_an_endpoint_whose_creator_no_longer_teaches_the_course_receives_nothing_more(
+    endpoint: dict[str, Any],
+    graded: Callable[[], int],
+    receiver: Receiver,
+    bob_instructor: Any,
+    role: str,
+) -> None:
+    from integrations.models import WebhookEndpoint
+    from integrations.webhooks import CREATOR_GONE
+
+    queued = graded()  # recorded while bob still taught the course
+    _demote(bob_instructor, role)
+
+    assert _attempt(queued) == "failed"  # the queued one is not sent either
+    assert graded() == 0  # and nothing more is recorded for it
+    assert receiver.received == []
+    webhook = WebhookEndpoint.objects.get()
+    assert (webhook.active, webhook.disabled_reason) == (False, CREATOR_GONE)
+    assert _delivery(queued).last_error == CREATOR_GONE
+
+
+def test_an_endpoint_whose_creator_was_deactivated_receives_nothing(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, bob_instructor: Any
+) -> None:
+    bob_instructor.is_active = False
+    bob_instructor.save(update_fields=["is_active"])
+
+    assert graded() == 0
+    assert receiver.received == []
+
+
+def test_an_endpoint_keeps_delivering_while_its_creator_teaches_the_course(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver
+) -> None:
+    assert _attempt(graded()) == "delivered"
+    assert _attempt(graded()) == "delivered"
+    assert len(receiver.received) == 2
