@@ -254,6 +254,38 @@ def test_grade_csv_lists_each_learners_best_score(
     assert alice[header.index("first-gradient")] == ""
 
 
+@pytest.mark.parametrize(
+    "email",
+    ["=HYPERLINK(\"http://x\")@a.org", "\t=HYPERLINK(1)@a.org", "\r=1+1@a.org", " +1@a.org",
+     "-2@a.org", "@SUM(1)@a.org"],
+    ids=["equals", "tab", "carriage-return", "blank-then-plus", "minus", "at"],
+)  # fmt: skip
+def test_grade_csv_neutralises_every_cell_a_spreadsheet_would_read_as_a_formula(
+    catalog: Any, alice_learner: Any, bob_instructor: Any, email: str
+) -> None:
+    import csv
+    import io
+
+    alice_learner.email = email  # as an LMS's launch or roster may have set it
+    alice_learner.save(update_fields=["email"])
+    response = client_for(bob_instructor).get(reverse("web:grades_csv", args=[MODULE]))
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    alice = next(row for row in rows if row[0] == "alice_learner")
+    assert alice[1] == "'" + email
+
+
+def test_grade_csv_leaves_an_ordinary_email_as_it_is(
+    catalog: Any, alice_learner: Any, bob_instructor: Any
+) -> None:
+    import csv
+    import io
+
+    response = client_for(bob_instructor).get(reverse("web:grades_csv", args=[MODULE]))
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    alice = next(row for row in rows if row[0] == "alice_learner")
+    assert alice[1] == alice_learner.email
+
+
 def test_instructor_asks_for_a_validation_which_waits_for_a_worker(
     catalog: Any, bob_instructor: Any, settings: Any
 ) -> None:

@@ -93,9 +93,16 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+# What makes a spreadsheet read a cell as a formula (OWASP "CSV injection"): = + - @ first,
+# or TAB / CR first (some spreadsheets drop them and read the rest), or any of them after
+# leading blanks. Names and e-mails come from learners and from LMSs.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_text(value: str) -> str:
-    # A cell starting with = + - @ is a formula in spreadsheets: neutralise it.
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+    """The cell as text a spreadsheet shows and never evaluates."""
+    risky = value[:1] in FORMULA_STARTS or value.lstrip(" \t\r\n")[:1] in FORMULA_STARTS
+    return "'" + value if risky else value
 
 
 @login_required
