@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -38,6 +39,7 @@ INSTALLED_APPS = [
     "lti_tool",  # django-lti: LTI registrations, deployments, keys, contexts
     "lti",  # gradlab's LTI 1.3 tool (platform/lti)
     "ops",  # heartbeats, health endpoints, startup checks (platform/ops)
+    "axes",  # sign-in throttling (AXES_* below)
 ]
 
 MIDDLEWARE = [
@@ -53,6 +55,7 @@ MIDDLEWARE = [
     "lti.middleware.LmsFramingMiddleware",  # LMS iframes, when GRADLAB_LTI_FRAME_ANCESTORS
     "web.middleware.ContentSecurityPolicyMiddleware",
     "web.middleware.DomainErrorPagesMiddleware",
+    "axes.middleware.AxesMiddleware",  # a locked-out sign-in: 429 and web/locked_out.html
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -82,10 +85,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The web server and the worker write concurrently: take the write lock up front and
-    # wait for it rather than fail with "database is locked".
-    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+SQLITE_ENGINE = "django.db.backends.sqlite3"
+# The web server and the worker write concurrently: take the write lock up front and wait
+# for it rather than fail with "database is locked" (test settings use the same).
+SQLITE_OPTIONS = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
+    DATABASES["default"]["OPTIONS"] = dict(SQLITE_OPTIONS)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -95,6 +100,23 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = env_str("LOGIN_URL", "/accounts/login/")
+# Sign-in throttling (django-axes): after GRADLAB_LOGIN_FAILURE_LIMIT failed sign-ins for
+# one account (from anywhere) or from one address (for any account), further attempts
+# are refused with 429 and a page saying when to try again, for the cool-off period; a
+# successful sign-in resets the account's count. The address is REMOTE_ADDR (never a
+# header a client writes: behind a proxy, every client shares the proxy's count).
+# Attempts are rows of the database (axes' default handler): one count for every web
+# process. LTI launches and API tokens never go through it.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("GRADLAB_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("GRADLAB_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "web.views.signin.locked_out"
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
