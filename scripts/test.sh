@@ -2,6 +2,7 @@
 # The test suite against real services (make test runs the setup steps first).
 # Extra arguments go to pytest: scripts/test.sh tests/platform -x -q
 # The fast lane (make test-fast): scripts/test.sh -m "not sandbox and not docker and not browser and not worker"
+# On SQLite instead of PostgreSQL: scripts/test.sh --sqlite [pytest arguments] (below)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,16 @@ export PYTHONPATH=platform:.
 export DJANGO_SETTINGS_MODULE=config.settings.test
 # pytest-django creates and drops test_gradlab next to this database.
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gradlab}"
+# --sqlite: make test's second pass, on `make run`'s embedded database (a SQLite file:
+# test_gradlab.sqlite3_gwN beside TEST_SQLITE_DATABASE_URL's), without the slow parts
+# (their worker processes share the PostgreSQL test database):
+#   scripts/test.sh --sqlite -n 2 tests/platform tests/lti tests/integrations tests/reliability
+if [ "${1:-}" = "--sqlite" ]; then
+  shift
+  export DATABASE_URL="${TEST_SQLITE_DATABASE_URL:-sqlite:///$PWD/var/test-sqlite/gradlab.sqlite3}"
+  mkdir -p "$(dirname "${DATABASE_URL#sqlite://}")"
+  set -- -m "not sandbox and not docker and not browser and not worker" "$@"
+fi
 # Database 1: tests never share a queue with a `make run` on database 0.
 export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}"
 export CELERY_BROKER_URL="$REDIS_URL"

@@ -149,6 +149,11 @@ def test_the_makefile_fast_lane_is_the_one_the_guard_knows() -> None:
     assert f"FAST_LANE := {FAST_LANE}\n" in makefile
 
 
+def test_the_sqlite_pass_of_the_test_script_leaves_out_the_same_slow_markers() -> None:
+    script = (TESTS_DIR.parent / "scripts" / "test.sh").read_text()
+    assert f'set -- -m "{FAST_LANE}" "$@"\n' in script
+
+
 def test_a_browser_test_starts_first_and_a_sandbox_test_before_the_fast_ones() -> None:
     assert start_rank(["browser", "sandbox"]) == 0
     assert start_rank(["worker", "sandbox"]) < start_rank(["docker"]) < start_rank(["sandbox"])

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from accounts.models import Enrollment
 from accounts.selectors import AnyUser
@@ -196,14 +196,19 @@ def _published(module: Module) -> QuerySet[Exercise]:
 
 def _latest(submissions: QuerySet[Submission]) -> list[Submission]:
     """The latest graded submission per (learner, exercise) that may count: not a preview,
-    not held for review."""
+    not held for review. The newest by creation, the higher id breaking a tie; a correlated
+    subquery rather than DISTINCT ON, which only PostgreSQL has (`make run` uses SQLite)."""
+    counting = submissions.filter(status=Submission.Status.GRADED, preview=False).exclude(
+        review=Submission.Review.HELD
+    )
+    newest = counting.filter(
+        learner_id=OuterRef("learner_id"), exercise_id=OuterRef("exercise_id")
+    ).order_by("-created_at", "-id")
     return list(
-        submissions.filter(status=Submission.Status.GRADED, preview=False)
-        .exclude(review=Submission.Review.HELD)
+        counting.filter(pk=Subquery(newest.values("pk")[:1]))
         .select_related("exercise", "version")
         .prefetch_related("checks")
-        .order_by("learner_id", "exercise_id", "-created_at", "-id")
-        .distinct("learner_id", "exercise_id")
+        .order_by("learner_id", "exercise_id")
     )
 
 

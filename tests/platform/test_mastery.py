@@ -285,6 +285,67 @@ def test_the_instructor_page_ranks_objectives_by_failures_with_their_diagnoses(
     assert 'data-objective="read-grad" data-status="not-yet"' in learner
 
 
+# -- on every database (make test runs this module on PostgreSQL and on SQLite) -----------
+
+
+def test_an_older_failing_and_a_newer_passing_submission_count_as_the_newer_everywhere(
+    api: Any, alice_learner: Any, bob_instructor: Any
+) -> None:
+    """The module page (where / leads), the instructor's page and both mastery endpoints
+    read the latest submission per learner and exercise: on SQLite, `make run`'s database,
+    they were a 500 (DISTINCT ON)."""
+    older = graded(alice_learner, "chain-rule", report("chain-rule", {0: "graph-broken"}))
+    graded(alice_learner, "chain-rule", report("chain-rule"))
+    client = Client()
+    client.force_login(alice_learner)
+
+    home = client.get("/", follow=True)
+    teach = page(bob_instructor, "web:teach_module", MODULE_SLUG)
+    own = api(alice_learner).get(f"{API}/")
+    whole = api(bob_instructor).get(f"{API}/class/")
+
+    assert home.redirect_chain[-1][0] == reverse("web:module", args=[MODULE_SLUG])
+    assert home.status_code == own.status_code == whole.status_code == 200
+    row = home.content.decode().split('data-objective="read-grad"')[1].split("</tr>")[0]
+    assert 'data-status="shown"' in row and "100%" in row and GRAPH_BROKEN not in row
+    mine_read = next(o for o in own.json()["objectives"] if o["objective"] == "read-grad")
+    assert (mine_read["mastery"], mine_read["failures"]) == (1.0, [])
+    class_read = next(o for o in whole.json()["objectives"] if o["objective"] == "read-grad")
+    assert (class_read["mastery"], class_read["learners"], class_read["failures"]) == (1.0, 1, 0)
+    assert whole.json()["most_failed"] == []
+    teach_row = teach.split('id="objective-read-grad"')[1].split("</tr>")[0]
+    assert "100%" in teach_row and f"/submissions/{older.pk}/" not in teach
+
+
+def test_the_latest_is_the_newest_by_creation_and_the_higher_id_breaks_a_tie(
+    alice_learner: Any, dave_learner: Any
+) -> None:
+    from datetime import timedelta
+
+    from courses.models import Module
+    from submissions.mastery import class_mastery
+    from submissions.models import Submission
+
+    alice_new = graded(alice_learner, "chain-rule", report("chain-rule", {0: "graph-broken"}))
+    alice_old = graded(alice_learner, "chain-rule", report("chain-rule"))
+    Submission.objects.filter(pk=alice_old.pk).update(
+        created_at=alice_new.created_at - timedelta(seconds=1)
+    )  # the higher id, created earlier: the lower id is alice's latest
+    dave_first = graded(dave_learner, "chain-rule", report("chain-rule"))
+    dave_second = graded(dave_learner, "chain-rule", report("chain-rule", {0: "sign-error"}))
+    Submission.objects.filter(pk=dave_second.pk).update(created_at=dave_first.created_at)
+
+    alice = mine(alice_learner)["read-grad"]
+    result = by_id(class_mastery(module=Module.objects.get(slug=MODULE_SLUG)).objectives)
+
+    assert [f.submission_id for f in alice.failures] == [alice_new.pk]
+    assert [f.submission_id for f in mine(dave_learner)["read-grad"].failures] == [dave_second.pk]
+    assert (result["read-grad"].learners, result["read-grad"].failures) == (2, 2)
+    assert {d.latest_submission_id for d in result["read-grad"].diagnoses} == {
+        alice_new.pk, dave_second.pk,
+    }  # fmt: skip
+
+
 # -- authoring the objectives --------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 from django.conf import settings
-from gradlab_fixtures import ROOT, wait_for
+from gradlab_fixtures import MODULE_SLUG, ROOT, wait_for
 from platform_helpers import E2E_SLUG, package_file
 
 pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
 START_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 30.0
 TOKEN_LINE = re.compile(r"username=demo-learner\s+password=\S+\s+token=([0-9a-f]{40})")
+ACCOUNT_LINE = re.compile(r"username=(demo-\w+)\s+password=(\S+)\s+token=([0-9a-f]{40})")
 GROUP_LINE = re.compile(r"started (\w+) \(process group (\d+)\)")
 
 
@@ -109,6 +110,40 @@ def _grade(running: Running, token: str, code: str) -> dict[str, Any]:
     return wait_for(finished, what="grading through run.sh's worker")
 
 
+def _signed_in(running: Running, username: str, password: str) -> requests.Session:
+    session = requests.Session()
+    login = running.url("/accounts/login/")
+    session.get(login, timeout=30).raise_for_status()
+    form = {"username": username, "password": password,
+            "csrfmiddlewaretoken": session.cookies["csrftoken"]}  # fmt: skip
+    assert session.post(login, data=form, timeout=30).status_code == 200
+    return session
+
+
+def _pages_and_mastery_answer(running: Running, wrong_id: int) -> None:
+    """On run.sh's SQLite: the learner's home and module page, the instructor's page and
+    both mastery endpoints answer, from the latest submission (the wrong one)."""
+    accounts = {name: (password, token) for name, password, token in
+                ACCOUNT_LINE.findall(running.output())}  # fmt: skip
+    learner = _signed_in(running, "demo-learner", accounts["demo-learner"][0])
+    instructor = _signed_in(running, "demo-instructor", accounts["demo-instructor"][0])
+    home = learner.get(running.url("/"), timeout=30)
+    module = learner.get(running.url(f"/modules/{MODULE_SLUG}/"), timeout=30)
+    teach = instructor.get(running.url(f"/teach/{MODULE_SLUG}/"), timeout=30)
+    api = running.url(f"/api/v1/modules/{MODULE_SLUG}/mastery/")
+    own = requests.get(api, headers=_token(accounts["demo-learner"][1]), timeout=30)
+    whole = requests.get(f"{api}class/", headers=_token(accounts["demo-instructor"][1]), timeout=30)
+
+    assert [r.status_code for r in (home, module, teach, own, whole)] == [200] * 5
+    failed = {f["submission"] for o in own.json()["objectives"] for f in o["failures"]}
+    assert failed == {wrong_id}
+    assert any(o["failures"] for o in whole.json()["objectives"])
+
+
+def _token(token: str) -> dict[str, str]:
+    return {"Authorization": f"Token {token}"}
+
+
 def test_run_script_serves_grades_and_stops_everything_on_sigterm(
     running_platform: Running,
 ) -> None:
@@ -125,6 +160,7 @@ def test_run_script_serves_grades_and_stops_everything_on_sigterm(
     assert right["checks"] and all(check["passed"] for check in right["checks"])
     assert wrong["status"] == "graded" and wrong["passed"] is False
     assert "hard-coded" in {check["diagnosis"] for check in wrong["checks"]}
+    _pages_and_mastery_answer(running_platform, wrong["id"])
 
     running_platform.process.send_signal(signal.SIGTERM)
     running_platform.process.wait(timeout=STOP_TIMEOUT_S)

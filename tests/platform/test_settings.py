@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -53,6 +54,26 @@ def test_dev_defaults_to_sqlite_in_var_and_debug_on() -> None:
     assert result.stdout.strip() == (
         f"(True, 'django.db.backends.sqlite3', '{ROOT / 'var' / 'gradlab.sqlite3'}')"
     )
+
+
+def test_tests_on_sqlite_use_a_file_beside_the_given_one_with_make_runs_write_lock(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "gradlab.sqlite3"
+    result = _settings(
+        "config.settings.test",
+        "settings.DATABASES['default']['TEST'], settings.DATABASES['default']['OPTIONS']",
+        DATABASE_URL=f"sqlite:///{database}",
+    )
+    run = _settings(
+        "config.settings.dev", "settings.DATABASES['default']['OPTIONS']", DATABASE_URL=""
+    )
+
+    assert result.returncode == 0 and run.returncode == 0, result.stderr + run.stderr
+    test_database, options = ast.literal_eval(result.stdout)
+    assert test_database["NAME"] == str(tmp_path / "test_gradlab.sqlite3")
+    assert options == ast.literal_eval(run.stdout)
+    assert options == {"transaction_mode": "IMMEDIATE", "timeout": 20}
 
 
 def test_database_redis_and_hosts_come_from_the_environment() -> None:

@@ -1,12 +1,15 @@
-"""pytest (pyproject: DJANGO_SETTINGS_MODULE). PostgreSQL and Redis are real."""
+"""pytest (pyproject: DJANGO_SETTINGS_MODULE). PostgreSQL (or SQLite: `make test`'s second
+pass, scripts/test.sh --sqlite) and Redis are real."""
 
 import os
+from pathlib import Path
 
 import dj_database_url
+from dj_database_url import DBConfig
 
 from config.env import env_bool, env_int, env_str
 from config.settings.base import *  # noqa: F403
-from config.settings.base import SECRET_KEY
+from config.settings.base import SECRET_KEY, SQLITE_ENGINE, SQLITE_OPTIONS
 
 DEBUG = False
 SECRET_KEY = SECRET_KEY or "test-only-insecure-key"
@@ -15,6 +18,22 @@ DATABASES = {
         env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gradlab"), conn_max_age=0
     )
 }
+
+
+def sqlite_test_database(database: DBConfig) -> DBConfig:
+    """A SQLite database tested as `make run` uses it: a file beside the given one
+    (test_<name>; pytest-xdist adds _gwN), not Django's shared in-memory default, whose
+    table locks fail at once where a file's writers wait, with base's write-lock options."""
+    path = Path(database["NAME"])
+    return {
+        **database,
+        "OPTIONS": dict(SQLITE_OPTIONS),
+        "TEST": {"NAME": str(path.with_name(f"test_{path.name}"))},
+    }
+
+
+if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
+    DATABASES["default"] = sqlite_test_database(DATABASES["default"])
 
 
 def per_test_process(url: str) -> str:
