@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.selectors import AnyUser
-from common import jobs
+from common import jobs, ratelimit
 from common.errors import InvalidInput, NotFound
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module, Objective
 from courses.selectors import module_objectives
@@ -309,6 +309,14 @@ def exercise_job_create(
     if version_id is None:
         raise NotFound(f"Exercise {exercise.slug!r} has no version.")
     with transaction.atomic():
+        # One queued or running job per exercise version and kind: asking again while one
+        # is pending is that job (the exercise row's lock makes the check and the insert
+        # one step for concurrent requests on PostgreSQL; SQLite writes one at a time).
+        Exercise.objects.select_for_update().filter(pk=exercise.pk).exists()
+        pending = _pending_job(exercise_id=exercise.pk, version_id=version_id, kind=kind)
+        if pending is not None:
+            return pending
+        _job_rate_limit_check(user=user)
         job = ExerciseJob.objects.create(
             exercise=exercise,
             version_id=version_id,
@@ -318,6 +326,26 @@ def exercise_job_create(
         )
         jobs.job_enqueue_on_commit(EXERCISE_JOBS, job_id=job.pk, queue=EXERCISE_JOBS.queue_of(job))
     return job
+
+
+def _pending_job(*, exercise_id: int, version_id: int, kind: str) -> ExerciseJob | None:
+    pending = (ExerciseJob.Status.QUEUED, ExerciseJob.Status.RUNNING)
+    return ExerciseJob.objects.filter(
+        exercise_id=exercise_id, version_id=version_id, kind=kind, status__in=pending
+    ).first()
+
+
+def _job_rate_limit_check(*, user: AnyUser) -> None:
+    """At most GRADLAB_JOB_RATE_LIMIT_COUNT instructor jobs per user per window: validations
+    and regrades run in the same sandboxes as learners' submissions."""
+    window_s, now = settings.GRADLAB_JOB_RATE_LIMIT_WINDOW_SECONDS, timezone.now()
+    recent = ExerciseJob.objects.filter(
+        requested_by_id=user.pk, created_at__gt=ratelimit.since(now, window_s)
+    )
+    limit = settings.GRADLAB_JOB_RATE_LIMIT_COUNT
+    ratelimit.window_check(
+        recent, limit=limit, window_s=window_s, now=now, what="validations and regrades"
+    )
 
 
 def exercise_job_run(*, job_id: int) -> str:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import enum
 import logging
-import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -23,8 +22,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.selectors import AnyUser, module_is_taught_by
-from common import jobs
-from common.errors import Conflict, Forbidden, InvalidInput, NotFound, RateLimited
+from common import jobs, ratelimit
+from common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from courses.models import Exercise, ExerciseVersion, Module
 from courses.selectors import exercise_visible_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
@@ -163,21 +162,12 @@ def _replay(existing: Submission, *, exercise: Exercise, code: str) -> Submissio
 def rate_limit_check(*, learner: AnyUser) -> None:
     """At most GRADLAB_RATE_LIMIT_COUNT submissions per window, counted in the database.
     Submissions we failed to grade are not counted."""
-    window = settings.GRADLAB_RATE_LIMIT_WINDOW_SECONDS
-    now = timezone.now()
+    window_s, now = settings.GRADLAB_RATE_LIMIT_WINDOW_SECONDS, timezone.now()
     recent = Submission.objects.filter(
-        learner_id=learner.pk, created_at__gt=now - timedelta(seconds=window)
+        learner_id=learner.pk, created_at__gt=ratelimit.since(now, window_s)
     ).exclude(status=Status.FAILED)
     limit = settings.GRADLAB_RATE_LIMIT_COUNT
-    if recent.count() < limit:
-        return
-    oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
-    assert oldest is not None
-    retry_after = max(1, math.ceil((oldest + timedelta(seconds=window) - now).total_seconds()))
-    raise RateLimited(
-        f"Too many submissions: at most {limit} per {window} s. Try again in {retry_after} s.",
-        retry_after=retry_after,
-    )
+    ratelimit.window_check(recent, limit=limit, window_s=window_s, now=now, what="submissions")
 
 
 def queue_for(exercise: Exercise) -> str:

@@ -200,6 +200,10 @@ GRADLAB_DEVICE = env_str("GRADLAB_DEVICE", "cpu")
 GRADLAB_CODE_MAX_BYTES = 64 * 1024
 GRADLAB_RATE_LIMIT_COUNT = env_int("GRADLAB_RATE_LIMIT_COUNT", 10)
 GRADLAB_RATE_LIMIT_WINDOW_SECONDS = env_int("GRADLAB_RATE_LIMIT_WINDOW_SECONDS", 60)
+# Instructor jobs (validations, regrades) per user per window; a repeat of a pending job
+# of the same exercise version and kind is that job, never a new one.
+GRADLAB_JOB_RATE_LIMIT_COUNT = env_int("GRADLAB_JOB_RATE_LIMIT_COUNT", 30)
+GRADLAB_JOB_RATE_LIMIT_WINDOW_SECONDS = env_int("GRADLAB_JOB_RATE_LIMIT_WINDOW_SECONDS", 600)
 # A grading task may run at most this long (two sandbox runs: reference + learner).
 GRADLAB_TASK_SOFT_TIME_LIMIT = env_int("GRADLAB_TASK_SOFT_TIME_LIMIT", 150)
 GRADLAB_TASK_TIME_LIMIT = env_int("GRADLAB_TASK_TIME_LIMIT", 180)
