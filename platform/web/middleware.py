@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 
-from common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from common.errors import Conflict, Forbidden, InvalidInput, NotFound, RateLimited
 
 CSP_HEADER = "Content-Security-Policy"
 PLAIN_TEXT = "text/plain; charset=utf-8"
@@ -61,11 +61,22 @@ class DomainErrorPagesMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        # Rendered here rather than raised as Http404 / PermissionDenied: with DEBUG on
+        # (make run) Django would answer with its technical page, URL patterns included.
         if isinstance(exception, NotFound):
-            raise Http404(exception.message) from exception
+            return error_page(request, 404, "Page not found", exception.message)
         if isinstance(exception, Forbidden):
-            raise PermissionDenied(exception.message) from exception
+            return error_page(request, 403, "Not allowed", exception.message)
+        if isinstance(exception, RateLimited):
+            response = error_page(request, 429, "Too many requests", exception.message)
+            response["Retry-After"] = str(exception.retry_after)
+            return response
         if isinstance(exception, InvalidInput | Conflict):
             status = 400 if isinstance(exception, InvalidInput) else 409
             return HttpResponse(exception.message, status=status, content_type=PLAIN_TEXT)
         return None
+
+
+def error_page(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
+    """A styled page saying what went wrong (web/error.html), never debug output."""
+    return render(request, "web/error.html", {"title": title, "message": message}, status=status)

@@ -362,4 +362,6 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # django-axes logs every successful sign-in's reset at INFO; lockouts are warnings
+    "loggers": {"axes": {"level": "WARNING"}},
 }
