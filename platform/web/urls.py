@@ -1,18 +1,12 @@
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from web.views import authoring, instructor, learner
+from web.views import authoring, instructor, learner, signin
 
 app_name = "web"
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(
-            template_name="web/login.html", redirect_authenticated_user=True, next_page="web:home"
-        ),
-        name="login",
-    ),
+    path("accounts/login/", signin.SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="web:login"), name="logout"),
     path("", learner.home, name="home"),
     path("modules/<slug:module_slug>/", learner.module_page, name="module"),
