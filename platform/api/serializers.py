@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from courses.models import Exercise
 from submissions.models import Submission
-from submissions.selectors import submission_result_withheld
+from submissions.selectors import queue_place, submission_result_withheld
 
 
 class StrictCharField(serializers.CharField):
@@ -102,3 +103,29 @@ class SubmissionOutput(SubmissionCreatedOutput):
         if submission_result_withheld(submission=submission, user=viewer):
             data.update(score=None, passed=None, checks=[], message="")
         return data
+
+
+class QueueOutput(serializers.Serializer):
+    position = serializers.IntegerField(help_text="1: next to be graded")
+    ahead = serializers.IntegerField(help_text="submissions queued before this one")
+    estimated_wait_s = serializers.IntegerField(
+        allow_null=True,
+        help_text="seconds until the grade, from recent grading times (null: no history yet)",
+    )
+
+
+class SubmissionDetailOutput(SubmissionOutput):
+    queue = serializers.SerializerMethodField(
+        help_text="while queued: its place in the queue and an estimate; otherwise null"
+    )
+
+    @extend_schema_field(QueueOutput(allow_null=True))
+    def get_queue(self, submission: Submission) -> dict[str, Any] | None:
+        place = queue_place(submission)
+        if place is None:
+            return None
+        return {
+            "position": place.position,
+            "ahead": place.ahead,
+            "estimated_wait_s": place.estimated_wait_s,
+        }

@@ -15,6 +15,7 @@ from api.serializers import (
     ExerciseOutput,
     SubmissionCreatedOutput,
     SubmissionCreateInput,
+    SubmissionDetailOutput,
     SubmissionOutput,
 )
 from courses.selectors import exercise_visible_get, exercises_visible_to
@@ -99,7 +100,7 @@ class SubmissionListCreateApi(APIView):
 
 
 class SubmissionDetailApi(APIView):
-    @extend_schema(responses={200: SubmissionOutput, 404: OpenApiResponse()})
+    @extend_schema(responses={200: SubmissionDetailOutput, 404: OpenApiResponse()})
     def get(self, request: Request, pk: int) -> Response:
         submission = submission_get(user=request.user, submission_id=pk)
-        return Response(SubmissionOutput(submission, context={"request": request}).data)
+        return Response(SubmissionDetailOutput(submission, context={"request": request}).data)

@@ -3,6 +3,10 @@ rule: own submissions, plus every submission of a module the caller teaches)."""
 
 from __future__ import annotations
 
+import math
+import statistics
+from dataclasses import dataclass
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
@@ -68,3 +72,53 @@ def submission_result_withheld(
     if user is None:
         return True
     return not module_is_taught_by(module_id=submission.exercise.module_id, user=user)
+
+
+# -- the queue, as a learner waiting for a grade sees it ------------------------------------
+
+RECENT_GRADINGS = 50  # the gradings whose durations make the estimate
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a queued submission stands: `ahead` submissions were queued before it for the
+    same kind of worker; `estimated_wait_s` is how long until its grade, from the median
+    duration of the recent gradings and how many run at once now (None with no history)."""
+
+    ahead: int
+    estimated_wait_s: int | None
+
+    @property
+    def position(self) -> int:
+        return self.ahead + 1
+
+
+def queue_place(submission: Submission) -> QueuePlace | None:
+    """The submission's place in its queue, or None when it is not queued."""
+    if submission.status != Submission.Status.QUEUED:
+        return None
+    same_queue = Submission.objects.filter(exercise__device=submission.exercise.device)
+    ahead = (
+        same_queue.filter(status=Submission.Status.QUEUED)
+        .filter(
+            Q(created_at__lt=submission.created_at)
+            | Q(created_at=submission.created_at, pk__lt=submission.pk)
+        )
+        .count()
+    )
+    median = _median_grading_seconds(same_queue)
+    if median is None:
+        return QueuePlace(ahead=ahead, estimated_wait_s=None)
+    at_once = max(1, same_queue.filter(status=Submission.Status.RUNNING).count())
+    return QueuePlace(ahead=ahead, estimated_wait_s=math.ceil((ahead + 1) * median / at_once))
+
+
+def _median_grading_seconds(submissions: QuerySet[Submission]) -> float | None:
+    recent = (
+        submissions.filter(status=Submission.Status.GRADED, started_at__isnull=False)
+        .exclude(graded_at__isnull=True)
+        .order_by("-graded_at")
+        .values_list("started_at", "graded_at")[:RECENT_GRADINGS]
+    )
+    durations = [(graded - started).total_seconds() for started, graded in recent]
+    return statistics.median(durations) if durations else None

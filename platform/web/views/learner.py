@@ -27,7 +27,7 @@ from courses.selectors import (
 )
 from submissions.mastery import SHOWN, learner_mastery
 from submissions.models import Submission
-from submissions.selectors import submission_get, submission_result_withheld
+from submissions.selectors import queue_place, submission_get, submission_result_withheld
 from submissions.services import submission_create
 from web import selectors
 from web.presenters import HELD, Feedback, feedback_for, history_item
@@ -188,6 +188,9 @@ def _status_payload(submission: Submission, *, request: HttpRequest | None) -> d
         "status_url": _status_url(submission),
         "url": reverse("web:submission", args=[submission.pk]),
     }
+    place = queue_place(submission)
+    if place is not None:
+        payload["queue"] = {"position": place.position, "estimated_wait_s": place.estimated_wait_s}
     if payload["done"] and request is not None:
         feedback = _feedback(submission, request)
         payload.update(

@@ -16,6 +16,27 @@
     failed: "Your run did not finish."
   };
 
+  // "Queued: position 3 in line, about 20 s…" from the status's queue place and estimate.
+  function queuedText(queue) {
+    if (!queue) { return STATUS_TEXT.queued; }
+    var text = queue.position === 1 ? "Queued: next in line" : "Queued: position " + queue.position + " in line";
+    if (typeof queue.estimated_wait_s === "number") {
+      text += ", about " + queue.estimated_wait_s + " s";
+    }
+    return text + "…";
+  }
+
+  function statusText(data) {
+    return data.status === "queued" ? queuedText(data.queue) : (STATUS_TEXT[data.status] || data.status);
+  }
+
+  // A signed-out session answers every request with a redirect to the sign-in page.
+  var SIGNED_OUT = "Your session expired: sign in again (in another tab, to keep the code in this editor), then submit again.";
+
+  function signedOut(response) {
+    return response.redirected && response.url.indexOf("/accounts/login/") !== -1;
+  }
+
   function csrfToken(form) {
     var field = form.querySelector("input[name=csrfmiddlewaretoken]");
     return field ? field.value : "";
@@ -82,13 +103,19 @@
     function tick() {
       fetch(statusUrl, { headers: { "Accept": "application/json" }, credentials: "same-origin" })
         .then(function (response) {
+          if (signedOut(response)) { return { signedOut: true }; }
           if (!response.ok) { throw new Error("HTTP " + response.status); }
           return response.json();
         })
         .then(function (data) {
           if (mine !== generation) { return; }
+          if (data.signedOut) {
+            setStatus(statusBox, "error", SIGNED_OUT);
+            submitButton.disabled = false;
+            return;
+          }
           if (data.done) { finish(data); return; }
-          setStatus(statusBox, data.status, STATUS_TEXT[data.status] || data.status);
+          setStatus(statusBox, data.status, statusText(data));
           schedule();
         })
         .catch(function () {
@@ -146,17 +173,23 @@
         headers: { "Accept": "application/json", "X-CSRFToken": csrfToken(form) }
       })
         .then(function (response) {
+          if (signedOut(response)) { return { signedOut: true }; }
           return response.json().catch(function () { return null; }).then(function (data) {
             return { ok: response.ok, data: data };
           });
         })
         .then(function (result) {
+          if (result.signedOut) {
+            setStatus(statusBox, "error", SIGNED_OUT);
+            submitButton.disabled = false;
+            return;
+          }
           if (!result.ok || !result.data || !result.data.status_url) {
             setStatus(statusBox, "error", errorText(result.data));
             submitButton.disabled = false;
             return;
           }
-          setStatus(statusBox, result.data.status, STATUS_TEXT[result.data.status] || result.data.status);
+          setStatus(statusBox, result.data.status, statusText(result.data));
           // Accepted: the learner may submit again while this one is graded.
           submitButton.disabled = false;
           poller(result.data.status_url, statusBox, feedback, history, submitButton)();
