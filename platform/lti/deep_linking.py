@@ -1,7 +1,9 @@
 """Deep Linking: an instructor, launched from the LMS's "add content" dialog, picks gradlab
 exercises; the tool answers with a signed LtiDeepLinkingResponse holding one LTI resource
 link per exercise (the `exercise` custom parameter) with a line item (its points), which
-the LMS turns into assignments."""
+the LMS turns into assignments. Offered: the exercises of the modules bound to the LMS
+course, and of the modules the instructor already teaches in gradlab; a response with the
+latter binds the course to their module (lti.bindings)."""
 
 from __future__ import annotations
 
@@ -9,15 +11,20 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.db.models import QuerySet
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from lti_tool.models import LtiLaunch
 from pylti1p3.contrib.django import DjangoCacheDataStorage
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException
 from pylti1p3.lineitem import LineItem
 
-from courses.models import Exercise
+from courses.models import Exercise, Module
 from courses.selectors import exercise_list
+from lti.bindings import binding_create, context_id_of, modules_of_launch, modules_taught_in_gradlab
 from lti.compat import GradlabMessageLaunch, ToolConfig
+from lti.models import ContextBinding
 
 SESSION_KEY = "gradlab_lti_deep_link"
 SETTINGS_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -27,8 +34,18 @@ class DeepLinkError(Exception):
     """The deep linking session is gone or the selection is unusable: said plainly."""
 
 
-def choices() -> QuerySet[Exercise]:
-    return exercise_list()
+def offered_modules(lti_launch: LtiLaunch, user: User) -> QuerySet[Module]:
+    """The bound modules of the launch's course, and those `user` already teaches."""
+    if not context_id_of(lti_launch):
+        return Module.objects.none()
+    # Two subqueries OR-ed, not a UNION: SQLite refuses the ordered querysets' UNION.
+    bound = modules_of_launch(lti_launch).order_by().values("pk")
+    taught = modules_taught_in_gradlab(user).order_by().values("pk")
+    return Module.objects.filter(Q(pk__in=bound) | Q(pk__in=taught))
+
+
+def choices(lti_launch: LtiLaunch, user: User) -> QuerySet[Exercise]:
+    return exercise_list().filter(module__in=offered_modules(lti_launch, user))
 
 
 def return_url_of(launch: GradlabMessageLaunch) -> str:
@@ -67,11 +84,24 @@ def resources_for(exercises: Sequence[Exercise], launch_url: str) -> list[DeepLi
     ]
 
 
-def response_jwt(launch: GradlabMessageLaunch, slugs: Sequence[str], launch_url: str) -> str:
-    """The signed LtiDeepLinkingResponse for the exercises `slugs`, in course order."""
-    picked = list(choices().filter(slug__in=list(slugs)))
+def response_jwt(
+    launch: GradlabMessageLaunch, user: User, slugs: Sequence[str], launch_url: str
+) -> str:
+    """The signed LtiDeepLinkingResponse for the exercises `slugs`, in course order; the
+    course is bound to their modules."""
+    lti_launch = LtiLaunch(launch)
+    picked = list(choices(lti_launch, user).filter(slug__in=list(slugs)))
     if not picked or len(picked) != len(set(slugs)):
         raise DeepLinkError("Pick at least one exercise from the list.")
+    with transaction.atomic():
+        for module_id in {exercise.module_id for exercise in picked}:
+            binding_create(
+                deployment=lti_launch.deployment,
+                context_id=context_id_of(lti_launch),
+                module=Module.objects.get(pk=module_id),
+                origin=ContextBinding.Origin.DEEP_LINK,
+                by=user,
+            )
     return str(launch.get_deep_link().get_response_jwt(resources_for(picked, launch_url)))
 
 

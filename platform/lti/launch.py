@@ -1,7 +1,8 @@
 """What a validated resource-link launch does in gradlab: the user (found by the platform's
 `sub`, else created), their enrolment in the exercise's course module with the role mapped
 from the LTI roles, the link between the LMS resource link (and its line item) and the
-exercise, and where the learner's scores go."""
+exercise, and where the learner's scores go. A launch opens only a published, released
+exercise of a module bound to the launch's LMS course (lti.bindings)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from lti_tool.models import LtiLaunch
 
 from accounts.models import Enrollment
 from courses.models import Exercise
+from courses.selectors import exercise_list
+from lti.bindings import UNBOUND, modules_of_launch
 from lti.lineitems import lineitem_enqueue, lineitem_stale
 from lti.models import ExerciseLink, GradeTarget
 
@@ -37,6 +40,31 @@ class Landing:
     user: User
     exercise: Exercise
     role: str
+
+
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+OBJECT_CLAIMS = ("context", "custom", "resource_link", "launch_presentation", "tool_platform")
+
+
+def claims_problem(lti_launch: LtiLaunch) -> str | None:
+    """What is wrong with the shape of a signed id_token's claims (roles not a list of
+    strings, context or custom not an object...), naming the claim; None when well-formed.
+    Checked before anything reads them: a wrong type is the LMS's error, not a crash."""
+    roles = lti_launch.get_claim(f"{CLAIM}roles")
+    if roles is not None and not (
+        isinstance(roles, list) and all(isinstance(role, str) for role in roles)
+    ):
+        return f"The {CLAIM}roles claim must be a list of strings."
+    for name in OBJECT_CLAIMS:
+        value = lti_launch.get_claim(f"{CLAIM}{name}")
+        if value is not None and not isinstance(value, dict):
+            return f"The {CLAIM}{name} claim must be a JSON object."
+    context = lti_launch.get_claim(f"{CLAIM}context") or {}
+    if "id" in context and not isinstance(context["id"], str):
+        return f"The {CLAIM}context claim's id must be a string."
+    if not isinstance(lti_launch.get_claim("sub"), str | None):
+        return "The sub claim must be a string."
+    return None
 
 
 def exercise_slug_of(lti_launch: LtiLaunch) -> str | None:
@@ -59,10 +87,7 @@ def role_of(lti_launch: LtiLaunch) -> str:
 
 def launch_resource(lti_launch: LtiLaunch) -> Landing:
     """Called after django-lti synced its own rows (user, context, resource link)."""
-    slug = exercise_slug_of(lti_launch)
-    exercise = Exercise.objects.filter(slug=slug or "", current_version__isnull=False).first()
-    if exercise is None:
-        raise LaunchRefused(f"This link opens no gradlab exercise ({slug or 'none given'}).")
+    exercise = launchable_exercise(lti_launch)
     role = role_of(lti_launch)
     with transaction.atomic():
         user = _user(lti_launch)
@@ -79,6 +104,19 @@ def launch_resource(lti_launch: LtiLaunch) -> Landing:
             context_id = link.resource_link.context_id
             transaction.on_commit(lambda: roster_enqueue(context_id=context_id))
     return Landing(user=user, exercise=exercise, role=role)
+
+
+def launchable_exercise(lti_launch: LtiLaunch) -> Exercise:
+    """The exercise the link names, if it is published, released and of a module bound to
+    the launch's course. An unknown slug, another module's and a draft's are refused alike."""
+    modules = modules_of_launch(lti_launch)
+    if not modules.exists():
+        raise LaunchRefused(UNBOUND)
+    slug = exercise_slug_of(lti_launch)
+    exercise = exercise_list().filter(slug=slug or "", module__in=modules).first()
+    if exercise is None:
+        raise LaunchRefused(f"This link opens no gradlab exercise ({slug or 'none given'}).")
+    return exercise
 
 
 def _user(lti_launch: LtiLaunch) -> User:

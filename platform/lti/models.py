@@ -1,6 +1,7 @@
 """What gradlab keeps about LTI beside django-lti's own models (registrations, deployments,
-keys, contexts, users, resource links): which exercise a resource link opens, where a
-learner's scores go, the scores waiting to be posted, and the nonces already used."""
+keys, contexts, users, resource links): which gradlab modules an LMS course may open,
+which exercise a resource link opens, where a learner's scores go, the scores waiting to be
+posted, and the nonces already used."""
 
 from __future__ import annotations
 
@@ -10,6 +11,44 @@ from django.conf import settings
 from django.db import models
 
 from common.outbox import OutboxRow
+
+
+class ContextBinding(models.Model):
+    """An LMS course (a context of one deployment) allowed to open one gradlab module.
+
+    Nothing else gives an LMS course access: a launch, roster sync or deep-link request
+    from a context opens, enrols and offers only the modules bound to it, and LMS roles
+    give roles only in those. A binding is made by an operator (`manage.py lti_bind`) or
+    by deep linking from the context by someone who already teaches the module in gradlab.
+    """
+
+    class Origin(models.TextChoices):
+        OPERATOR = "operator"  # manage.py lti_bind
+        DEEP_LINK = "deep-link"  # a gradlab instructor of the module, from the context
+        MIGRATION = "migration"  # a context that had launched into the module before
+
+    deployment = models.ForeignKey(
+        "lti_tool.LtiDeployment", on_delete=models.CASCADE, related_name="gradlab_bindings"
+    )
+    context_id = models.CharField(max_length=255)  # the platform's context id
+    module = models.ForeignKey(
+        "courses.Module", on_delete=models.CASCADE, related_name="lti_bindings"
+    )
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["deployment", "context_id", "module"], name="lti_binding_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.deployment} {self.context_id} -> {self.module}"
 
 
 class ExerciseLink(models.Model):

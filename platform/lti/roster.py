@@ -1,6 +1,6 @@
 """Names and Role Provisioning Services: a course's roster, read page by page from the
 platform (the `Link: rel="next"` URLs followed exactly as given), becomes gradlab users and
-enrolments in the course modules its links open, before anyone launched."""
+enrolments in the modules bound to the course (lti.bindings), before anyone launched."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from lti_tool.lti_core.utils import normalize_role
 from lti_tool.models import LtiContext, LtiRegistration, LtiUser
 
 from accounts.models import Enrollment
+from lti.bindings import bound_modules
 from lti.compat import ServiceConnector, registration_of
 from lti.launch import TEACHING_ROLES, user_for
-from lti.models import ExerciseLink
 
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 NRPS_ACCEPT = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
@@ -32,13 +32,12 @@ def roster_sync(*, context_id: int) -> RosterSync:
     context = LtiContext.objects.select_related("deployment__registration").get(pk=context_id)
     if not context.memberships_url:
         return RosterSync(members=0, enrolled=0, pages=0)
+    bound = bound_modules(deployment=context.deployment, context_id=context.id_on_platform)
+    module_ids = set(bound.values_list("pk", flat=True))
+    if not module_ids:  # a course bound to no module: its roster is none of gradlab's
+        return RosterSync(members=0, enrolled=0, pages=0)
     registration = context.deployment.registration
     members, pages = _members(registration, context.memberships_url)
-    module_ids = set(
-        ExerciseLink.objects.filter(resource_link__context=context).values_list(
-            "exercise__module_id", flat=True
-        )
-    )
     enrolled = 0
     with transaction.atomic():
         for member in members:

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -19,9 +20,9 @@ from lti_tool.utils import sync_data_from_launch
 from lti_tool.views import OIDCLoginInitView
 from pylti1p3.exception import LtiException
 
-from lti import deep_linking, keys
+from lti import bindings, deep_linking, keys
 from lti.compat import GradlabMessageLaunch, launch_from_request
-from lti.launch import LaunchRefused, launch_resource, role_of, user_for
+from lti.launch import LaunchRefused, claims_problem, launch_resource, role_of, user_for
 
 logger = logging.getLogger(__name__)
 AUTH_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -69,6 +70,8 @@ class LaunchView(View):
             logger.warning("LTI launch refused, malformed: %r", error)
             return refused("The id_token is malformed.", 403)
         lti_launch = LtiLaunch(message_launch)
+        if (problem := claims_problem(lti_launch)) is not None:
+            return refused(problem, 400)
         if lti_launch.is_deep_link_launch:
             return self.deep_link(request, message_launch, lti_launch)
         if not lti_launch.is_resource_launch:
@@ -91,9 +94,13 @@ class LaunchView(View):
         if role_of(lti_launch) != "instructor":
             return refused("Only instructors add gradlab exercises to a course.", 403)
         sync_data_from_launch(lti_launch)
-        login(request, user_for(lti_launch.user), backend=AUTH_BACKEND)
+        user = user_for(lti_launch.user)
+        login(request, user, backend=AUTH_BACKEND)
         request.session[deep_linking.SESSION_KEY] = message_launch.get_launch_id()
-        context = {"exercises": deep_linking.choices()}
+        context = {
+            "exercises": deep_linking.choices(lti_launch, user),
+            "unbound": bindings.UNBOUND,
+        }
         response = render(request, "lti/deep_link_pick.html", context)
         lms = deep_linking.origin_of(deep_linking.return_url_of(message_launch))
         # Shown in the LMS's content dialog (a frame of the LMS, and only of it).
@@ -113,10 +120,13 @@ class DeepLinkView(View):
         launch_id = request.session.get(deep_linking.SESSION_KEY)
         if not launch_id:
             return refused("No content selection in progress: start it in your LMS.", 400)
+        assert isinstance(request.user, User)  # login_required
         try:
             launch = deep_linking.restore(request, launch_id)
             launch_url = request.build_absolute_uri(reverse("lti:launch"))
-            token = deep_linking.response_jwt(launch, request.POST.getlist("exercise"), launch_url)
+            token = deep_linking.response_jwt(
+                launch, request.user, request.POST.getlist("exercise"), launch_url
+            )
         except deep_linking.DeepLinkError as error:
             return refused(str(error), 400)
         del request.session[deep_linking.SESSION_KEY]

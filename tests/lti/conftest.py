@@ -12,7 +12,14 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from django.test import Client
-from fake_platform import CLIENT_ID, DEPLOYMENT_ID, ISSUER, FakePlatform, running_platform
+from fake_platform import (
+    CLIENT_ID,
+    COURSE_ID,
+    DEPLOYMENT_ID,
+    ISSUER,
+    FakePlatform,
+    running_platform,
+)
 
 
 @pytest.fixture
@@ -23,12 +30,14 @@ def platform() -> Iterator[FakePlatform]:
 
 @pytest.fixture
 def registration(catalog: Any, platform: FakePlatform, settings: Any) -> Any:
-    """The fake platform registered with the tool (one deployment), and the tool's JWKS
-    handed to the platform, as an LMS administrator would."""
+    """The fake platform registered with the tool (one deployment), its course
+    (COURSE_ID) bound to the catalog module, and the tool's JWKS handed to the platform,
+    as an LMS administrator and the gradlab operator would."""
     from django.core.cache import cache
     from lti_tool.models import LtiDeployment, LtiRegistration
 
     from lti.keys import jwks, keys_ensure
+    from lti.models import ContextBinding
 
     cache.clear()
     keys_ensure()
@@ -36,8 +45,11 @@ def registration(catalog: Any, platform: FakePlatform, settings: Any) -> Any:
         name="Fake LMS", issuer=ISSUER, client_id=CLIENT_ID, auth_url=platform.auth_url,
         token_url=platform.token_url, keyset_url=platform.keyset_url,
     )  # fmt: skip
-    LtiDeployment.objects.create(registration=registration, deployment_id=DEPLOYMENT_ID,
-                                 is_active=True)  # fmt: skip
+    deployment = LtiDeployment.objects.create(registration=registration,
+                                              deployment_id=DEPLOYMENT_ID,
+                                              is_active=True)  # fmt: skip
+    ContextBinding.objects.create(deployment=deployment, context_id=COURSE_ID, module=catalog,
+                                  origin="operator")  # fmt: skip
     platform.tool_jwks = jwks()
     return registration
 

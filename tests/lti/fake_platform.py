@@ -2,20 +2,37 @@
 process): its own RSA keys and JWKS, an OIDC authorization endpoint that answers the tool's
 login redirect with a signed id_token, an OAuth2 token endpoint that checks the tool's
 client assertion against the tool's JWKS, a line item `/scores` endpoint that requires the
-bearer token and the AGS content type, and a paginated roster whose `Link` header has
-mixed-case URLs. Written from the LTI 1.3 / AGS / NRPS texts, not from PyLTI1p3."""
+bearer token and the AGS content type, a line items container that creates line items
+(with the `lineitem` scope), and a paginated roster whose `Link` header has mixed-case URLs.
+Written from the LTI 1.3 / AGS / NRPS texts, not from PyLTI1p3.
+
+`mode` makes the scores endpoint follow an LMS's own rules, written from its source:
+- "moodle" (`mod/lti/service/gradebookservices/classes/local/resources/scores.php`,
+  `.../local/service/gradebookservices.php`, `mod/lti/classes/local/ltiservice/response.php`):
+  400 to a score without userId, timestamp, gradingProgress or activityProgress or with a
+  timestamp that is not ISO 8601 (Moodle's own pattern); the grade keeps `strtotime` of the
+  timestamp (whole seconds) and a score whose timestamp is not a later second is refused
+  409, the message in the HTTP reason phrase and the body `[]`.
+- "canvas" (`app/controllers/lti/ims/scores_controller.rb` and its concerns): 422 "User not
+  found in course or is not a student"; 400 to a timestamp before the result's; 400 to a
+  `submitted_at` more than a minute ahead; every post is a new attempt unless the
+  `https://canvas.instructure.com/lti/submission` extension says `new_submission: false`,
+  and past `allowed_attempts` a new one is refused 422; each comment becomes a submission
+  comment. Errors are `{"errors": {"type", "message"}}`."""
 
 from __future__ import annotations
 
 import functools
 import itertools
 import json
+import re
 import secrets
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -27,9 +44,20 @@ from gradlab_fixtures import serving
 from jwcrypto.jwk import JWK
 
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
+LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+CANVAS_SUBMISSION = "https://canvas.instructure.com/lti/submission"
+# gradebookservices::validate_iso8601_date, as Moodle writes it.
+MOODLE_ISO8601 = re.compile(
+    r"^([\+-]?\d{4}(?!\d{2}\b))((-?)((0[1-9]|1[0-2])"
+    r"(\3([12]\d|0[1-9]|3[01]))?|W([0-4]\d|5[0-2])(-?[1-7])?|(00[1-9]|0[1-9]\d|[12]\d{2}|3([0-5]\d|6[1-6])))"
+    r"([T\s]((([01]\d|2[0-3])((:?)[0-5]\d)?|24\:?00)([\.,]\d+(?!:))?)?(\17[0-5]\d([\.,]\d+)?)"
+    r"?([zZ]|([\+-])([01]\d|2[0-3]):?([0-5]\d)?)?)?)?$"
+)
 ISSUER = "https://lms.example.test"
 CLIENT_ID = "gradlab-tool-1"
 DEPLOYMENT_ID = "deployment-1"
+COURSE_ID = "course-7"  # the context id of the platform's course (bound by conftest)
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
@@ -91,10 +119,29 @@ class FakePlatform:
     score_script: list[int] = field(default_factory=list)  # statuses to answer, then 200
     scores: list[ScoreReceived] = field(default_factory=list)
     score_attempts: list[int] = field(default_factory=list)
+    score_stamps: list[str] = field(default_factory=list)  # each judged score's timestamp
     jwks_fetches: int = 0
     roster: list[dict[str, Any]] = field(default_factory=list)
     deep_link_responses: list[dict[str, Any]] = field(default_factory=list)
     lineitem_end: str | None = None  # the line item's endDateTime, if any
+    lineitems_created: list[dict[str, Any]] = field(default_factory=list)
+    token_scopes: dict[str, set[str]] = field(default_factory=dict)
+    mode: str = "plain"  # "plain", "moodle" or "canvas": whose scores rules apply
+    refusals: list[tuple[int, str]] = field(default_factory=list)  # (status, message)
+    # moodle: (line item path, userId) -> the grade's timemodified (whole seconds)
+    moodle_grades: dict[tuple[str, str], int] = field(default_factory=dict)
+    # canvas: per (line item path, userId): the result's updated_at, the attempts
+    canvas_results: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    canvas_attempts: dict[tuple[str, str], int] = field(default_factory=dict)
+    canvas_submitted_at: dict[tuple[str, str], str] = field(default_factory=dict)
+    canvas_allowed_attempts: int | None = None  # the assignment's "allowed attempts"
+    canvas_comments: list[str] = field(default_factory=list)
+    # The grade was edited in the LMS just as a learner's first score arrived, on a clock
+    # this many seconds ahead of the tool's: the first score for a (line item, user) meets a
+    # stored time ahead of its own, whatever the moment it is sent (no race with the host's
+    # speed). None: nothing edited.
+    edited_ahead_s: float | None = None
+    not_students: set[str] = field(default_factory=set)  # userIds the LMS cannot grade
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- URLs the tool is registered with ------------------------------------------------
@@ -133,7 +180,7 @@ class FakePlatform:
             LTI + "target_link_uri": "https://gradlab.example.org/lti/launch/",
             LTI + "resource_link": {"id": "resource-link-1", "title": "Autograd 1"},
             LTI + "roles": roles if roles is not None else [LEARNER],
-            LTI + "context": {"id": "course-7", "title": "Deep learning", "label": "DL"},
+            LTI + "context": {"id": COURSE_ID, "title": "Deep learning", "label": "DL"},
             LTI + "custom": {"exercise": exercise},
             AGS: {
                 "scope": ["https://purl.imsglobal.org/spec/lti-ags/scope/score"],
@@ -204,6 +251,7 @@ class FakePlatform:
         token = secrets.token_urlsafe(16)
         with self.lock:
             self.tokens[token] = time.monotonic() + self.token_lifetime
+            self.token_scopes[token] = set(form.get("scope", "").split())
             self.token_requests.append({"claims": claims, "kid": kid, "scope": form.get("scope")})
         return 200, {"access_token": token, "token_type": "Bearer",
                      "expires_in": self.token_lifetime, "scope": form.get("scope", "")}  # fmt: skip
@@ -213,6 +261,90 @@ class FakePlatform:
         with self.lock:
             expiry = self.tokens.get(token)
         return scheme == "Bearer" and expiry is not None and expiry > time.monotonic()
+
+    def token_grants(self, authorization: str, scope: str) -> bool:
+        _, _, token = authorization.partition(" ")
+        with self.lock:
+            return scope in self.token_scopes.get(token, set())
+
+    # -- line items ---------------------------------------------------------------------
+    def _create_lineitem(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """POST to the line items container: scoreMaximum and label required (both LMSs)."""
+        if not isinstance(body.get("scoreMaximum"), int | float) or not body.get("label"):
+            return 400, {"errors": {"type": "bad_request", "message": "scoreMaximum, label"}}
+        with self.lock:
+            number = 100 + len(self.lineitems_created)
+            item = {**body, "id": self.lineitem_url(number)}
+            self.lineitems_created.append(item)
+        return 201, item
+
+    # -- scores under an LMS's rules ------------------------------------------------------
+    def moodle_score(self, path: str, score: dict[str, Any]) -> tuple[int, str]:
+        """scores.php's get_json_for_post_request and save_grade_item: (status, reason)."""
+        stamp = score.get("timestamp")
+        required = ("userId", "timestamp", "gradingProgress", "activityProgress")
+        if (
+            any(key not in score for key in required)
+            or not isinstance(stamp, str)
+            or not MOODLE_ISO8601.match(stamp)
+            or str(score["userId"]) in self.not_students
+        ):
+            return 400, "Incorrect score received"
+        key = (_lineitem_of(path), str(score["userId"]))
+        sent = datetime.fromisoformat(stamp).timestamp()
+        seconds = int(sent)  # strtotime: whole seconds
+        with self.lock:
+            if self.edited_ahead_s is not None and key not in self.moodle_grades:
+                self.moodle_grades[key] = int(sent + self.edited_ahead_s)
+            known = self.moodle_grades.get(key)
+            if known is not None and known >= seconds:
+                item = key[0].split("/")[-2]  # the grade item's id
+                return 409, (
+                    f"Refusing score with an earlier timestamp for item {item} and user {key[1]}"
+                )
+            if score.get("scoreGiven") is not None:
+                self.moodle_grades[key] = seconds
+        return 200, "OK"
+
+    def canvas_score(self, path: str, score: dict[str, Any]) -> tuple[int, str]:
+        """ScoresController's before_actions and create: (status, errors.message)."""
+        user = str(score.get("userId", ""))
+        if user in self.not_students:
+            return 422, "User not found in course or is not a student"
+        try:
+            stamp = datetime.fromisoformat(str(score.get("timestamp")))
+        except ValueError:
+            return 400, f"Provided timestamp of {score.get('timestamp')} not a valid timestamp"
+        key = (_lineitem_of(path), user)
+        extension = score.get(CANVAS_SUBMISSION) or {}
+        submitted_at = extension.get("submitted_at")
+        future_buffer = datetime.now(UTC) + timedelta(minutes=1)
+        if submitted_at and datetime.fromisoformat(submitted_at) > future_buffer:
+            return 400, f"Provided submitted_at timestamp of {submitted_at} in the future"
+        flag = extension.get("new_submission")
+        new_submission = (flag is None or bool(flag)) and extension.get("submission_type") != "none"
+        with self.lock:
+            if self.edited_ahead_s is not None and key not in self.canvas_results:
+                self.canvas_results[key] = stamp + timedelta(seconds=self.edited_ahead_s)
+            updated_at = self.canvas_results.get(key)
+            if updated_at is not None and updated_at > stamp:
+                return 400, (
+                    f"Provided timestamp of {score['timestamp']} before last updated "
+                    f"timestamp of {updated_at.isoformat(timespec='milliseconds')}"
+                )
+            attempts = self.canvas_attempts.get(key, 0)
+            allowed = self.canvas_allowed_attempts
+            if new_submission and allowed is not None and attempts >= allowed:
+                return 422, (
+                    "The maximum number of allowed attempts has been reached for this submission"
+                )
+            if new_submission:
+                self.canvas_attempts[key] = attempts + 1
+                self.canvas_submitted_at[key] = submitted_at or datetime.now(UTC).isoformat()
+            if score.get("comment"):
+                self.canvas_comments.append(str(score["comment"]))
+            self.canvas_results[key] = stamp
+        return 200, "OK"
 
     def revoke_tokens(self) -> None:
         with self.lock:
@@ -230,14 +362,20 @@ class FakePlatform:
         return {"id": f"{self.base_url}/courses/7/memberships", "members": members}, link
 
 
+def _lineitem_of(scores_path: str) -> str:
+    """The line item's path of a `.../lineitem/scores?...` request path."""
+    return urlsplit(scores_path).path.removesuffix("/scores")
+
+
 @contextmanager
 def running_platform() -> Iterator[FakePlatform]:
     platform = FakePlatform()
 
     class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        def _send(self, status: int, body: Any, headers: dict[str, str] | None = None,
+                  reason: str | None = None) -> None:  # fmt: skip
             data = json.dumps(body).encode()
-            self.send_response(status)
+            self.send_response(status, reason)
             self.send_header("content-type", "application/json")
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
@@ -300,6 +438,8 @@ def running_platform() -> Iterator[FakePlatform]:
                 self._send(status, body)
             elif parts.path.endswith("/lineitem/scores"):
                 self._score(raw)
+            elif parts.path == "/courses/7/lineitems":
+                self._lineitems(raw)
             else:
                 self._send(404, {"error": "not found"})
 
@@ -313,12 +453,39 @@ def running_platform() -> Iterator[FakePlatform]:
                 platform.score_attempts.append(415)
                 self._send(415, {"error": f"content type must be {SCORE_TYPE}"})
                 return
-            status = platform.score_script.pop(0) if platform.score_script else 200
+            if platform.score_script or platform.mode == "plain":
+                status = platform.score_script.pop(0) if platform.score_script else 200
+                said = "scripted"
+            elif platform.mode == "moodle":
+                status, said = platform.moodle_score(self.path, json.loads(raw))
+            else:
+                status, said = platform.canvas_score(self.path, json.loads(raw))
             platform.score_attempts.append(status)
+            platform.score_stamps.append(str(json.loads(raw).get("timestamp", "")))
             if status == 200:
                 platform.scores.append(ScoreReceived(self.path, content_type, json.loads(raw)))
-            headers = {"Retry-After": "1"} if status == 429 else {}
-            self._send(status, {} if status == 200 else {"error": "scripted"}, headers)
+                self._send(200, {})
+                return
+            platform.refusals.append((status, said))
+            if platform.mode == "moodle":  # the reason phrase says it; the body is []
+                self._send(status, [], reason=said)
+            elif platform.mode == "canvas":
+                self._send(status, {"errors": {"type": str(status), "message": said}})
+            else:
+                headers = {"Retry-After": "1"} if status == 429 else {}
+                self._send(status, {"error": said}, headers)
+
+        def _lineitems(self, raw: bytes) -> None:
+            authorization = self.headers.get("authorization", "")
+            if not platform.token_valid(authorization):
+                self._send(401, {"error": "invalid token"})
+            elif not platform.token_grants(authorization, LINEITEM_SCOPE):
+                self._send(401, {"errors": {"type": "unauthorized",
+                                            "message": "Insufficient permissions"}})  # fmt: skip
+            elif self.headers.get("content-type", "") != LINEITEM_TYPE:
+                self._send(415, {"error": f"content type must be {LINEITEM_TYPE}"})
+            else:
+                self._send(*platform._create_lineitem(json.loads(raw)))
 
         def log_message(self, *args: Any) -> None:
             return

@@ -47,7 +47,7 @@ def test_a_line_item_without_an_end_date_means_no_due_date(
 
 
 def test_a_score_of_a_late_submission_is_marked_late_with_its_submission_time(
-    launch: Callable[..., Any], platform: FakePlatform
+    launch: Callable[..., Any], platform: FakePlatform, settings: Any
 ) -> None:
     from django.contrib.auth.models import User
     from django.utils import timezone
@@ -57,6 +57,7 @@ def test_a_score_of_a_late_submission_is_marked_late_with_its_submission_time(
     from lti.passback import score_payload
     from submissions.models import Submission
 
+    settings.GRADLAB_LTI_SCORE_COMMENT = True  # comments are off unless turned on
     launch()
     learner = User.objects.get(lti_users__sub="learner-1")
     exercise = Exercise.objects.get(slug="first-gradient")

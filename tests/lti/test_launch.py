@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fake_platform import INSTRUCTOR, FakePlatform, new_key
+from fake_platform import COURSE_ID, INSTRUCTOR, FakePlatform, new_key
 
 
 def test_login_initiation_redirects_to_the_platform_with_state_nonce_and_our_launch_url(
@@ -69,18 +69,22 @@ def test_the_login_url_without_a_registration_id_finds_it_by_issuer_and_client_i
 
 
 def test_two_registrations_sharing_an_issuer_are_told_apart_by_client_id(
-    launch: Callable[..., Any], registration: Any, platform: FakePlatform
+    launch: Callable[..., Any], registration: Any, platform: FakePlatform, catalog: Any
 ) -> None:
     from django.contrib.auth.models import User
     from lti_tool.models import LtiDeployment, LtiRegistration
+
+    from lti.models import ContextBinding
 
     other = LtiRegistration.objects.create(
         name="Another Canvas", issuer=registration.issuer, client_id="another-canvas",
         auth_url=platform.auth_url, token_url=platform.token_url,
         keyset_url=platform.keyset_url,
     )  # fmt: skip
-    LtiDeployment.objects.create(registration=other, deployment_id="deployment-1",
-                                 is_active=True)  # fmt: skip
+    deployment = LtiDeployment.objects.create(registration=other, deployment_id="deployment-1",
+                                              is_active=True)  # fmt: skip
+    ContextBinding.objects.create(deployment=deployment, context_id=COURSE_ID,
+                                  module=catalog, origin="operator")  # fmt: skip
 
     first = launch()
     second = launch(client_id="another-canvas", login_url=f"/lti/login/{other.uuid}/")

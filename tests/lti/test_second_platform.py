@@ -25,6 +25,7 @@ def second(catalog: Any) -> Iterator[SecondPlatform]:
     from lti_tool.models import LtiDeployment, LtiRegistration
 
     from lti.keys import jwks, keys_ensure
+    from lti.models import ContextBinding
 
     cache.clear()
     keys_ensure()
@@ -34,8 +35,11 @@ def second(catalog: Any) -> Iterator[SecondPlatform]:
             auth_url=f"{platform.base_url}/auth", token_url=f"{platform.base_url}/token",
             keyset_url=f"{platform.base_url}/jwks",
         )  # fmt: skip
-        LtiDeployment.objects.create(registration=registration, deployment_id=DEPLOYMENT_ID,
-                                     is_active=True)  # fmt: skip
+        deployment = LtiDeployment.objects.create(registration=registration,
+                                                  deployment_id=DEPLOYMENT_ID,
+                                                  is_active=True)  # fmt: skip
+        ContextBinding.objects.create(deployment=deployment, context_id="second-course",
+                                      module=catalog, origin="operator")  # fmt: skip
         yield platform
 
 
