@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import Enrollment
 from accounts.selectors import (
     module_get_reviewed,
     module_get_taught,
@@ -172,7 +173,7 @@ class AuthoringScheduleInput(serializers.Serializer):
 
 class AuthoringMemberInput(serializers.Serializer):
     username = serializers.CharField(max_length=150)
-    role = serializers.ChoiceField(choices=["instructor", "reviewer", "learner"])
+    role = serializers.ChoiceField(choices=Enrollment.Role.values)
 
 
 class AuthoringFileDiffOutput(serializers.Serializer):

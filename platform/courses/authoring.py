@@ -18,14 +18,15 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from accounts.models import Enrollment
 from accounts.selectors import AnyUser, user_may_create_modules
 from common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from common.text import NOT_TEXT, has_lone_surrogate, scrub
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
+from courses.roster import module_member_set as module_member_set  # its home is roster
 from courses.selectors import module_objectives
 from courses.services import (
     exercise_job_create,
@@ -79,19 +80,6 @@ def module_create(*, slug: str, title: str, user: AnyUser) -> Module:
     return module
 
 
-def module_member_set(*, module: Module, username: str, role: str) -> Enrollment:
-    """Adds a co-instructor, reviewer or learner to the module (or changes their role)."""
-    if role not in Enrollment.Role.values:
-        raise InvalidInput({"role": [f"One of {', '.join(Enrollment.Role.values)}."]})
-    user = get_user_model().objects.filter(username=username).first()
-    if user is None:
-        raise InvalidInput({"username": [f"No user {username!r}."]})
-    enrollment, _ = Enrollment.objects.update_or_create(
-        user=user, module=module, defaults={"role": role}
-    )
-    return enrollment
-
-
 def module_order_set(*, module: Module, slugs: list[str]) -> None:
     """Orders the module's exercises as `slugs` lists them (every one exactly once)."""
     current = set(module.exercises.values_list("slug", flat=True))
@@ -142,6 +130,7 @@ def exercise_import(*, module: Module, slug: str, files: dict[str, str], user: A
 def draft_save(*, exercise: Exercise, files: dict[str, str], user: AnyUser) -> Draft:
     """Saves the files as the exercise's draft, valid or not (an upload's rules apply to
     the paths, sizes and text; the problem of an invalid package is returned)."""
+    _refuse_lone_surrogates(files)
     files = archive.check_package(files, slug=exercise.slug, name=exercise.slug)
     problem = package_problem(files, exercise)
     statement = files.get("statement.md", "")
@@ -154,6 +143,12 @@ def draft_save(*, exercise: Exercise, files: dict[str, str], user: AnyUser) -> D
     Exercise.objects.filter(pk=exercise.pk).update(draft_version=draft)
     exercise.draft_version = draft
     return Draft(version=version, problem=problem)
+
+
+def _refuse_lone_surrogates(files: dict[str, str]) -> None:
+    for path, text in files.items():
+        if has_lone_surrogate(str(path)) or has_lone_surrogate(str(text)):
+            raise InvalidInput({"files": [f"{scrub(path)}: {NOT_TEXT}"]})
 
 
 def package_problem(files: dict[str, str], exercise: Exercise) -> str:

@@ -235,7 +235,7 @@ def version_create(
     """A new draft version (no number) of `files`, which need not be a valid package."""
     try:
         manifest = tomllib.loads(files.get(spec.MANIFEST, ""))
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, MemoryError):  # kept, not parsed
         manifest = {}
     return ExerciseVersion.objects.create(
         exercise=exercise,

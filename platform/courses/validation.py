@@ -96,6 +96,15 @@ def outcome_of(result: Validation) -> ValidationOutcome:
         )
         for item in result.items
     )
+    rows += tuple(
+        ValidationRow(
+            name="limits: exercise.toml",
+            expected="the output limit leaves room for what the statement asks",
+            got=problem,
+            ok=False,
+        )
+        for problem in result.limits
+    )
     mutants = tuple(
         MutantRow(
             name=m.mutant.name,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from accounts.models import Enrollment
 from integrations.tokens import SCOPES
 
 
@@ -63,3 +64,36 @@ class WebhookDeliveryOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     delivered_at = serializers.DateTimeField(allow_null=True)
     payload = serializers.JSONField()
+
+
+class MemberInput(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Enrollment.Role.values)
+    email = serializers.EmailField(
+        required=False, default="", help_text="a created user's email (ignored otherwise)"
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields: dict[str, serializers.Field] = super().get_fields()
+        # Declared here: a class attribute `create` would hide Serializer.create.
+        fields["create"] = serializers.BooleanField(
+            default=False,
+            help_text="create the user if missing (with an unusable password: they sign in "
+            "through LTI, or an administrator sets one); otherwise a missing user is a 400",
+        )
+        return fields
+
+
+class MemberOutput(serializers.Serializer):
+    username = serializers.CharField(source="user.username")
+    role = serializers.ChoiceField(choices=Enrollment.Role.values)
+    enrolled_at = serializers.DateTimeField(source="created_at")
+
+
+class RosterImportOutput(serializers.Serializer):
+    added = serializers.IntegerField(help_text="rows that made a new member")
+    changed = serializers.IntegerField(help_text="rows that changed a member's role")
+    unchanged = serializers.IntegerField(help_text="rows that were already so")
+    created_users = serializers.ListField(
+        child=serializers.CharField(), help_text="usernames of the users created (?create=1)"
+    )

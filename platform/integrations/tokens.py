@@ -25,11 +25,15 @@ EXERCISES_READ = "exercises:read"
 SUBMISSIONS_READ = "submissions:read"
 SUBMISSIONS_WRITE = "submissions:write"
 WEBHOOKS_READ = "webhooks:read"
+ROSTER_READ = "roster:read"
+ROSTER_WRITE = "roster:write"
 SCOPES = {
     EXERCISES_READ: "read the exercises of the course",
     SUBMISSIONS_READ: "read every submission and score of the course",
     SUBMISSIONS_WRITE: "submit code, as the token's creator, to the course's exercises",
     WEBHOOKS_READ: "read the course's webhook endpoints and deliveries",
+    ROSTER_READ: "list the course's members (learners, instructors, reviewers)",
+    ROSTER_WRITE: "add, change and remove the course's members, and create their users",
 }
 
 

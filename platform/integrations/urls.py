@@ -16,6 +16,17 @@ urlpatterns: list[URLPattern | URLResolver] = [
         views.CourseSubmissionListApi.as_view(),
         name="course-submission-list",
     ),
+    path("courses/<slug:module>/members/", views.MemberListApi.as_view(), name="member-list"),
+    path(
+        "courses/<slug:module>/members/<str:username>/",
+        views.MemberDetailApi.as_view(),
+        name="member-detail",
+    ),
+    path(
+        "courses/<slug:module>/roster.csv",
+        views.RosterImportApi.as_view(),
+        name="roster-import",
+    ),
     path("courses/<slug:module>/webhooks/", views.WebhookListApi.as_view(), name="webhook-list"),
     path(
         "courses/<slug:module>/webhooks/<int:pk>/",

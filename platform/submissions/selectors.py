@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 
 from accounts.selectors import module_is_taught_by, modules_taught_by
 from common.errors import InvalidInput, NotFound
-from courses.models import Exercise
+from courses.selectors import exercises_visible_to
 from submissions.models import Submission
 
 
@@ -25,12 +25,15 @@ def _with_related(queryset: QuerySet[Submission]) -> QuerySet[Submission]:
 def submission_list_own(
     *, user: AbstractBaseUser | AnonymousUser, exercise_slug: str | None = None
 ) -> QuerySet[Submission]:
-    """The caller's own submissions, newest first, optionally for one exercise."""
+    """The caller's own submissions, newest first, optionally for one exercise: one the
+    caller may see or has submitted to; any other slug (unknown, or a draft or exercise of
+    a module they are not in) is refused alike, so the answer tells nothing of it."""
     queryset = Submission.objects.filter(learner_id=user.pk, preview=False)
     if exercise_slug is not None:
-        if not Exercise.objects.filter(slug=exercise_slug).exists():
-            raise InvalidInput({"exercise": f"Unknown exercise {exercise_slug!r}."})
         queryset = queryset.filter(exercise__slug=exercise_slug)
+        known = exercises_visible_to(user=user).filter(slug=exercise_slug).exists()
+        if not known and not queryset.exists():
+            raise InvalidInput({"exercise": f"Unknown exercise {exercise_slug!r}."})
     return _with_related(queryset.order_by("-created_at", "-id"))
 
 
@@ -120,5 +123,9 @@ def _median_grading_seconds(submissions: QuerySet[Submission]) -> float | None:
         .order_by("-graded_at")
         .values_list("started_at", "graded_at")[:RECENT_GRADINGS]
     )
-    durations = [(graded - started).total_seconds() for started, graded in recent]
+    durations = [
+        (graded - started).total_seconds()
+        for started, graded in recent
+        if started is not None and graded is not None
+    ]
     return statistics.median(durations) if durations else None

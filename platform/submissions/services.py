@@ -24,6 +24,7 @@ from django.utils import timezone
 from accounts.selectors import AnyUser, module_is_taught_by
 from common import jobs, ratelimit
 from common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from common.text import NOT_TEXT, has_lone_surrogate
 from courses.models import Exercise, ExerciseVersion, Module
 from courses.selectors import exercise_visible_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
@@ -63,6 +64,8 @@ def code_validate(code: object) -> str:
         raise InvalidInput({"code": "Code must not be empty."})
     if "\x00" in code:
         raise InvalidInput({"code": "Code must not contain NUL bytes."})
+    if has_lone_surrogate(code):
+        raise InvalidInput({"code": f"Code: {NOT_TEXT}"})
     size = len(code.encode("utf-8", errors="surrogatepass"))
     limit = settings.GRADLAB_CODE_MAX_BYTES
     if size > limit:

@@ -44,7 +44,7 @@ def form_rows(toml_text: str) -> FormRows | None:
     """The form's values from a manifest; None when its TOML does not parse."""
     try:
         raw = tomllib.loads(toml_text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, MemoryError):  # nested too deeply
         return None
     tables = {
         key: [
@@ -71,6 +71,10 @@ def apply_form(toml_text: str, form: Mapping[str, str]) -> str:
     except tomllib.TOMLDecodeError as error:
         raise ManifestFormError(
             f"exercise.toml does not parse ({error}): fix it in the TOML view"
+        ) from None
+    except (RecursionError, MemoryError):
+        raise ManifestFormError(
+            "exercise.toml does not parse (nested too deeply): fix it in the TOML view"
         ) from None
     for key in SCALARS:
         value = form.get(key, "").strip()

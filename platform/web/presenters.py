@@ -17,6 +17,7 @@ from typing import Any
 
 from django.urls import reverse
 
+from common.text import scrub
 from grader.diagnose import DIAGNOSES, Diagnosis, describe
 from submissions.models import Submission
 
@@ -103,6 +104,8 @@ class Feedback:
     # For those who teach the module only: the integrity review and the grader's reasons.
     review_label: str = ""
     review_flags: tuple[tuple[str, str], ...] = ()
+    # "note": `message` remarks on a graded run (its output was cut); "alert": why it failed.
+    message_role: str = "alert"
 
     @property
     def failed_count(self) -> int:
@@ -136,7 +139,8 @@ def feedback_for(
     teaches the module, and sees the integrity review with the grader's reasons."""
     if withheld:
         return _withheld_feedback(submission)
-    report: Mapping[str, Any] = submission.report or {}
+    # A row written before input was checked may hold lone surrogates: shown as U+FFFD.
+    report: Mapping[str, Any] = scrub(submission.report or {})
     done = submission.status in DONE_STATUSES
     checks = tuple(_check_view(raw) for raw in report.get("checks", ()))
     stdout = str(report.get("stdout") or "")
@@ -163,12 +167,18 @@ def feedback_for(
         detail_url=reverse("web:submission", args=[submission.pk]),
         review_label=submission.get_review_display() if show_review and submission.review else "",
         review_flags=integrity_flags(report) if show_review and submission.review else (),
+        message_role=_message_role(submission, report),
     )
+
+
+def _message_role(submission: Submission, report: Mapping[str, Any]) -> str:
+    graded = submission.status == Submission.Status.GRADED and report.get("status") == "graded"
+    return "note" if graded else "alert"
 
 
 def integrity_flags(report: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """(kind, detail) of each integrity flag of a stored report, for instructors only."""
-    raw = report.get("integrity_flags")
+    raw = scrub(report.get("integrity_flags"))
     return tuple(
         (str(flag.get("kind", "")), str(flag.get("detail", "")))
         for flag in (raw if isinstance(raw, list) else [])
@@ -225,14 +235,14 @@ def history_item(submission: Submission) -> HistoryItem:
         score=float(submission.score or 0.0),
         max_score=float(submission.max_score or submission.exercise.points),
         created_at=submission.created_at,
-        code=submission.code,
+        code=scrub(submission.code),
         detail_url=reverse("web:submission", args=[submission.pk]),
     )
 
 
 def _run_message(submission: Submission, report: Mapping[str, Any]) -> str:
     if submission.status == Submission.Status.FAILED:
-        reason = submission.error_message or "the grader could not run it"
+        reason = scrub(submission.error_message) or "the grader could not run it"
         return f"We could not grade this submission ({reason}). It does not count against you."
     return str(report.get("message") or "")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gradlab_fixtures import OTHER_MODULE_SLUG
 from platform_helpers import E2E_SLUG, package_file
 
 URL = "/api/v1/submissions/"
@@ -329,3 +330,20 @@ def test_a_body_that_is_not_utf8_is_a_400(api: Any, alice_learner: Any) -> None:
     )
 
     assert response.status_code == 400
+
+
+def test_filtering_by_another_modules_draft_answers_as_an_unknown_slug_does(
+    api: Any, alice_learner: Any
+) -> None:
+    from courses.models import Exercise, Module
+
+    other = Module.objects.get(slug=OTHER_MODULE_SLUG)
+    Exercise.objects.filter(slug="chain-rule").update(module=other, is_published=False)
+    client = api(alice_learner)
+
+    draft = client.get(URL, {"exercise": "chain-rule"})
+    unknown = client.get(URL, {"exercise": "no-such-exercise"})
+
+    assert draft.status_code == unknown.status_code == 400
+    assert draft.json()["exercise"][0] == "Unknown exercise 'chain-rule'."
+    assert unknown.json()["exercise"][0] == "Unknown exercise 'no-such-exercise'."

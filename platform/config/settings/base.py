@@ -141,8 +141,8 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
         "integrations.permissions.CourseTokenScope",  # a course token: its course and scopes
     ],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],  # depth, valid Unicode
+    "DEFAULT_RENDERER_CLASSES": ["api.parsers.TextSafeJSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
     "PAGE_SIZE": 20,
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
@@ -313,6 +313,9 @@ GRADLAB_LTI_LINEITEM_REFRESH_SECONDS = env_int("GRADLAB_LTI_LINEITEM_REFRESH_SEC
 GRADLAB_LTI_MAX_ATTEMPTS = env_int("GRADLAB_LTI_MAX_ATTEMPTS", 8)
 GRADLAB_LTI_BACKOFF_SECONDS = env_float("GRADLAB_LTI_BACKOFF_SECONDS", 30.0)
 GRADLAB_LTI_BACKOFF_MAX_SECONDS = env_float("GRADLAB_LTI_BACKOFF_MAX_SECONDS", 1800.0)
+# A score carries a comment ("gradlab submission N (late)") only when on: Canvas shows each
+# as a new submission comment, Moodle as the grade's feedback.
+GRADLAB_LTI_SCORE_COMMENT = env_bool("GRADLAB_LTI_SCORE_COMMENT", False)
 # Launches inside an LMS iframe: the LMS origins allowed to frame gradlab's pages. The
 # launch is a cross-site POST and the pages then run in a third-party frame, so the session
 # and CSRF cookies must be SameSite=None; Secure (HTTPS, also behind a TLS proxy that sets

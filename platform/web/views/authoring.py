@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.selectors import module_get_reviewed, module_get_taught, module_is_taught_by
 from common.errors import Conflict, DomainError, InvalidInput, NotFound
-from courses import authoring
+from courses import authoring, roster
 from courses.models import Exercise, Module
 from courses.selectors import module_objectives
 from courses.services import module_export
@@ -80,6 +80,7 @@ def author_module(request: HttpRequest, module_slug: str) -> HttpResponse:
         "may_edit": module_is_taught_by(module_id=module.pk, user=request.user),
         "formats": archive.FORMATS,
         "objectives": module_objectives(module),
+        "members": roster.module_members(module=module),
         "crumbs": _crumbs(module),
         "nav": "teach",
     }
@@ -125,10 +126,31 @@ def _module_action(request: HttpRequest, module: Module) -> HttpResponse:
                 role=request.POST.get("role", ""),
             )
             messages.success(request, "Member saved.")
+        elif action == "roster-csv":
+            _roster_upload(request, module)
+    except InvalidInput as error:
+        for problem in error.errors.get("csv", []):  # one message a line of the file
+            messages.error(request, problem)
+        if set(error.errors) != {"csv"}:
+            messages.error(request, _errors(error))
     except (DomainError, PackageError) as error:
         text = str(error) if isinstance(error, PackageError) else _errors(error)
         messages.error(request, text)
     return redirect(_author_url(module))
+
+
+def _roster_upload(request: HttpRequest, module: Module) -> None:
+    upload = request.FILES.get("roster")
+    data = upload.read(roster.CSV_MAX_BYTES + 1) if upload else b""
+    result = roster.module_roster_import(
+        module=module, data=data, create=bool(request.POST.get("create"))
+    )
+    created = f"; created users: {', '.join(result.created_users)}" if result.created_users else ""
+    messages.success(
+        request,
+        f"Roster applied: {result.added} added, {result.changed} changed, "
+        f"{result.unchanged} unchanged{created}.",
+    )
 
 
 def objectives_from_lines(text: str) -> list[dict[str, str]]:

@@ -17,6 +17,7 @@ from accounts.selectors import module_get_taught, module_member_get
 from courses.models import ExerciseJob
 from courses.selectors import exercise_get_in_module
 from courses.services import exercise_job_create
+from lti.passback import score_failures
 from submissions.mastery import SHOWN, class_mastery, learner_mastery_of
 from submissions.services import submission_review
 from web import selectors
@@ -43,6 +44,7 @@ def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
         "exercises": exercises,
         "grades": grades,
         "max_total": sum(e.points for e in exercises),
+        "lms_failures": score_failures(module_id=module.pk),
         "nav": "teach",
     }
     return render(request, "web/teach_module.html", context)
