@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `make test` as a newcomer and CI meet it: a new clone of this checkout's committed HEAD
+# in a private (0700) folder, with the project's images, image-build caches, the mypy cache
+# and the sandbox runtime removed first, so that setup runs as on a fresh machine. Prints
+# the setup and pytest times and the CPU seconds (user + sys of every process it waited
+# for; the Docker daemon's containers are not among them).
+#
+#   bash scripts/rehearse-fresh.sh [LOG]      # LOG: default /tmp/gradlab-rehearsal.log
+#
+# It deletes machine-wide state (docker images gradlab-*, /opt/gradlab/sandbox-env,
+# /var/cache/gradlab, ~/.cache/gradlab): run it on a machine that is only for this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOG="${1:-/tmp/gradlab-rehearsal.log}"
+HOME_DIR="$(mktemp -d /tmp/gradlab-rehearsal.XXXXXX)"
+chmod 0700 "$HOME_DIR"
+CLONE="$HOME_DIR/private checkout"
+
+say() { echo "[rehearse] $*" >&2; }
+
+say "removing the project's images, build caches, mypy cache and sandbox runtime"
+if docker info >/dev/null 2>&1; then
+  docker ps -aq --filter "label=gradlab.job" | xargs -r docker rm -f >/dev/null 2>&1 || true
+  docker images --format '{{.Repository}}:{{.Tag}}' | grep '^gradlab-' | xargs -r docker image rm -f >/dev/null
+  docker builder prune -af >/dev/null 2>&1 || true
+fi
+rm -rf /opt/gradlab/sandbox-env /var/cache/gradlab "$HOME/.cache/gradlab"
+
+say "cloning HEAD ($(git rev-parse --short HEAD)) into $CLONE"
+git clone -q "$PWD" "$CLONE"
+
+say "running .ci/run (log: $LOG)"
+started=$(date +%s)
+set +e
+(cd "$CLONE" && CI=true /usr/bin/time -f 'rehearsal: %e s wall, %U s user, %S s sys' \
+  bash .ci/run) >"$LOG" 2>&1
+status=$?
+set -e
+ended=$(date +%s)
+
+pytest_s=$(grep -Eo '(passed|failed|error)[^=]* in [0-9.]+s' "$LOG" | grep -Eo '[0-9.]+s$' | tr -d s |
+  awk '{total += $1} END {printf "%.0f", total}')
+grep -E '^=+ .* in [0-9.]+s' "$LOG" | sed 's/^/[rehearse] pytest: /' >&2 || true
+grep '^rehearsal:' "$LOG" | sed 's/^/[rehearse] /' >&2 || true
+say "whole .ci/run: $((ended - started)) s; pytest: ${pytest_s:-?} s; setup and lint: $((ended - started - ${pytest_s:-0})) s; exit $status"
+rm -rf "$HOME_DIR"
+exit "$status"
