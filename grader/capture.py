@@ -20,6 +20,9 @@ FRAME = b"GRADLAB-RESULT"
 MAX_RESULT_BYTES = 4_000_000
 MAX_DEPTH = 12
 MAX_STRING = 100_000
+# Printed output (stdout, stderr, a case's stdout): the harness cuts it at the exercise's
+# limits.stdout_bytes, which may be above MAX_STRING; the result's own cap bounds it.
+MAX_OUTPUT = MAX_RESULT_BYTES
 MAX_ELEMENTS = 1_000_000  # values in one tensor's data
 MAX_ITEMS = 10_000  # items of one list/dict
 MAX_CALLS = 10_000
@@ -40,6 +43,8 @@ MIN_ELEMENT, MAX_ELEMENT = -(2**63), 2**64 - 1
 # judges a capture's data against it, never against what the sandbox says it did.
 TENSOR_ELEMENTS = 100_000
 FRAME_PATTERN = re.compile(rb"GRADLAB-RESULT ([0-9a-f]{32}) ([0-9]{1,9})\n")
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # JSON's escape of U+D800..U+DFFF
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins the valid pairs
 DTYPES = frozenset(
     {
         "float64", "float32", "float16", "bfloat16", "complex64", "complex128",
@@ -219,6 +224,8 @@ class BackwardCall:
     graph: tuple[str, ...] | None = None
     inputs: tuple[str, ...] | None = None
     results: Mapping[str, Value | None] = field(default_factory=dict)
+    # An accumulating call whose leaves (tracked or not) already held a non-zero grad.
+    onto_stale: bool = False
 
     @property
     def ok(self) -> bool:
@@ -290,6 +297,8 @@ class Case:
     stdout: str
     input: Mapping[str, Any] | None = None  # reference captures only: the encoded case
     stdout_truncated: bool = False
+    # The observed names to which a backward call of the case left a non-zero grad.
+    grads_filled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -311,6 +320,9 @@ class Capture:
     stderr_truncated: bool = False
     tamper: tuple[TamperEvent, ...] = ()
     provenance: Provenance | None = None  # script captures of a harness that records it
+    # Exercises whose learner seeds torch (`seed_by_learner`): did the code seed it itself
+    # (torch's seed after the run is not the one the harness drew)? None: not recorded.
+    torch_seeded: bool | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -342,7 +354,25 @@ def parse_result(stdout: bytes, nonce: str, *, max_bytes: int = MAX_RESULT_BYTES
         raw = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise CaptureError(f"result is not valid JSON ({error})") from None
+    if SURROGATE_ESCAPE.search(body):
+        try:
+            raw = valid_text(raw)
+        except RecursionError:
+            raise CaptureError("result is nested too deeply") from None
     return validate_capture(raw)
+
+
+def valid_text(raw: Any) -> Any:
+    """The decoded JSON with every lone surrogate (JSON's `\\ud800` escape: what the learner
+    printed, raised or named, never valid Unicode) replaced by U+FFFD, in keys and values:
+    what is stored from a capture is always valid UTF-8 text."""
+    if isinstance(raw, str):
+        return LONE_SURROGATE.sub("\ufffd", raw)
+    if isinstance(raw, list):
+        return [valid_text(item) for item in raw]
+    if isinstance(raw, dict):
+        return {valid_text(key): valid_text(item) for key, item in raw.items()}
+    return raw
 
 
 def validate_capture(raw: Any) -> Capture:
@@ -372,17 +402,18 @@ def _capture(raw: Any) -> Capture:
         ),
         backward_calls=_calls(obj.get("backward_calls", []), "backward_calls"),
         optimizer_steps=_int(obj.get("optimizer_steps", 0), "optimizer_steps"),
-        stdout=_str(obj.get("stdout", ""), "stdout"),
+        stdout=_str(obj.get("stdout", ""), "stdout", MAX_OUTPUT),
         stdout_truncated=_bool(obj.get("stdout_truncated", False), "stdout_truncated"),
         exception=_error(obj.get("exception"), "exception"),
         duration_s=_float(obj.get("duration_s", 0.0), "duration_s"),
         terminated=_termination(obj.get("terminated")),
         defined=MappingProxyType({_str(k, "defined"): _bool(v, k) for k, v in defined.items()}),
         cases=tuple(_case(c, f"cases[{i}]") for i, c in enumerate(cases_raw)),
-        stderr=_str(obj.get("stderr", ""), "stderr"),
+        stderr=_str(obj.get("stderr", ""), "stderr", MAX_OUTPUT),
         stderr_truncated=_bool(obj.get("stderr_truncated", False), "stderr_truncated"),
         tamper=_tamper(obj.get("tamper", [])),
         provenance=_provenance(obj.get("provenance")),
+        torch_seeded=_optional_bool(obj.get("torch_seeded"), "torch_seeded"),
         raw=obj,
     )
 
@@ -477,9 +508,10 @@ def _case(raw: Any, where: str) -> Case:
         ),
         exception=_error(obj.get("exception"), f"{where}.exception"),
         backward_calls=_calls(obj.get("backward_calls", []), f"{where}.backward_calls"),
-        stdout=_str(obj.get("stdout", ""), f"{where}.stdout"),
+        stdout=_str(obj.get("stdout", ""), f"{where}.stdout", MAX_OUTPUT),
         input=case_input,
         stdout_truncated=_bool(obj.get("stdout_truncated", False), f"{where}.stdout_truncated"),
+        grads_filled=_names(obj.get("grads_filled", []), f"{where}.grads_filled"),
     )
 
 
@@ -508,6 +540,7 @@ def _call(raw: Any, where: str) -> BackwardCall:
         graph=None if graph is None else _names(graph, f"{where}.graph"),
         inputs=None if inputs is None else _names(inputs, f"{where}.inputs"),
         results=_grads(obj.get("results", {}), f"{where}.results"),
+        onto_stale=_bool(obj.get("onto_stale", False), f"{where}.onto_stale"),
     )
 
 
@@ -691,12 +724,16 @@ def _list(raw: Any, where: str, limit: int) -> list[Any]:
     return raw
 
 
-def _str(raw: Any, where: str) -> str:
+def _str(raw: Any, where: str, limit: int = MAX_STRING) -> str:
     if not isinstance(raw, str):
         raise CaptureError(f"{where}: must be a string")
-    if len(raw) > MAX_STRING:
+    if len(raw) > limit:
         raise CaptureError(f"{where}: string too long")
     return raw
+
+
+def _optional_bool(raw: Any, where: str) -> bool | None:
+    return None if raw is None else _bool(raw, where)
 
 
 def _bool(raw: Any, where: str) -> bool:

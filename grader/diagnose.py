@@ -263,6 +263,25 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "micro-batch, not its weights by hand.",
     ),
     Diagnosis(
+        "backward-per-input",
+        "One backward() per variable",
+        "A single backward() from the result fills the .grad of every tensor it depends "
+        "on: call it once, not once for each variable.",
+    ),
+    Diagnosis(
+        "copied-too-early",
+        "Copied before the last backward()",
+        "Your value is what .grad held after an earlier backward() call: take the copy "
+        "(x.grad.clone()) after the last backward() it must include.",
+    ),
+    Diagnosis(
+        "missing-seed",
+        "Random numbers not seeded",
+        "The exercise asks you to seed torch: without torch.manual_seed(...) before the model "
+        "is created its starting weights are random and your loss curve cannot match the "
+        "reference's, so keep the seed line the statement gives.",
+    ),
+    Diagnosis(
         "crashed",
         "Your code raised an error",
         "Your code stopped with an exception: read the error message and the line it names.",
@@ -564,12 +583,71 @@ def context_diagnosis(trial: Trial, found: str) -> str:
         return "freed-graph"
     if found in ROOT_FINDINGS and off_root(trial):
         return "wrong-backward-root"
+    if found in SEED_FINDINGS and missing_seed(trial):
+        return "missing-seed"
+    if found in PER_INPUT_FINDINGS and backward_per_input(trial):
+        return "backward-per-input"
     theirs_stale = stale(trial.ok_reference_calls)
     if found == "scaled-by-n" and theirs_stale and not stale(trial.ok_learner_calls):
         return "wrong-value"  # a missing accumulation, not a mean/sum mix-up
     if found == "scaled-by-n" and graph_cut(trial):
         return "graph-broken"  # a factor from a cut path (.item(), detach), not mean/sum
     return found or "wrong-value"
+
+
+# Findings that unseeded random starting values explain better (the values only differ).
+SEED_FINDINGS = frozenset({"", "wrong-value", "scaled-by-n", "sign-error", "loss-flat"})
+
+
+def missing_seed(trial: Trial) -> bool:
+    """The exercise asks the learner to seed torch (`seed_by_learner`: the harness leaves
+    it unseeded), the reference's run seeded it and the learner's did not."""
+    return trial.reference_seeded is True and trial.learner_seeded is False
+
+
+# Findings that one backward() per variable (where the reference makes one) explains.
+PER_INPUT_FINDINGS = frozenset({"", "wrong-value", "forgot-zero-grad", "scaled-by-n"})
+
+
+def backward_per_input(trial: Trial) -> bool:
+    """The reference makes one successful backward() whose graph reaches two or more
+    tracked leaves; the learner makes more, at most one per leaf, each from a root of the
+    reference's loss value (the same result, backpropagated once for each variable)."""
+    theirs = [c for c in trial.ok_reference_calls if c.accumulates]
+    mine = [c for c in trial.ok_learner_calls if c.accumulates]
+    if len(theirs) != 1 or len(mine) < 2 or theirs[0].loss is None or theirs[0].graph is None:
+        return False
+    leaves = [name for name in theirs[0].graph if _tracked_leaf(trial.reference.get(name))]
+    want = theirs[0].loss
+    same_root = all(c.loss is not None and _close_loss(c.loss, want) for c in mine)
+    return len(leaves) >= 2 and len(mine) <= len(leaves) and same_root
+
+
+def _tracked_leaf(value: Value | None) -> bool:
+    return isinstance(value, TensorValue) and value.is_leaf and value.requires_grad
+
+
+def copied_too_early(trial: Trial, got: Value, tolerance: Tolerance) -> bool:
+    """`got` is what a tracked .grad held after an earlier successful backward call of the
+    learner's, not after the last one, while the reference's value is what its last call
+    left: a copy taken before the last backward it had to include."""
+    if not isinstance(got, TensorValue):
+        return False
+    mine = [c for c in trial.ok_learner_calls if c.accumulates]
+    if len(mine) < 2:
+        return False
+    for name, last in mine[-1].grads_after.items():
+        if not isinstance(last, TensorValue) or _close(got, last, tolerance):
+            continue
+        for call in mine[:-1]:
+            earlier = call.grads_after.get(name)
+            if isinstance(earlier, TensorValue) and _close(got, earlier, tolerance):
+                return True
+    return False
+
+
+def _close(got: TensorValue, want: TensorValue, tolerance: Tolerance) -> bool:
+    return compare_tensors(got, want, tolerance) is None
 
 
 # Findings that a backward from another root than the reference's explains better.
@@ -910,7 +988,10 @@ def missing_grad_slug(got: TensorValue, trial: Trial, name: str = "", param: str
     if not got.is_leaf and got.requires_grad and not got.retains_grad:
         return "missing-retain-grad"
     calls = trial.learner_calls
-    if name and _was_filled(name, param, calls, trial.learner_provenance):
+    filled = name in trial.learner_filled or _was_filled(
+        name, param, calls, trial.learner_provenance
+    )
+    if name and filled:
         return "grad-cleared"
     if name and any(name in c.results for c in calls if c.ok):
         return "grad-not-stored"
@@ -993,6 +1074,16 @@ def history_slug(difference: Difference, trial: Trial, target: str) -> str:
     was_stale = mine_stale and not theirs_stale
     slug = difference_slug(difference, accumulated=was_stale or accumulated(trial))
     return "forgot-zero-grad" if was_stale and slug == "wrong-value" else slug
+
+
+def accumulated_onto_stale(trial: Trial) -> bool:
+    """A successful backward of the learner's added into a leaf's non-zero grad (tracked
+    or not: a first derivative differentiated again without clearing `x.grad`), where
+    none of the reference's did, with no more successful calls than the reference's (an
+    extra call is a mistake of its own, which the check may name)."""
+    calls, theirs = trial.ok_learner_calls, trial.ok_reference_calls
+    mine = any(call.onto_stale for call in calls) and len(calls) <= len(theirs)
+    return mine and not any(call.onto_stale for call in theirs)
 
 
 def stale(calls: Sequence[BackwardCall]) -> bool:

@@ -48,6 +48,7 @@ from grader.protocol import (
     RunStatus,
     SandboxRequest,
     SandboxResult,
+    size_label,
 )
 from grader.report import build_report, failed_report
 from grader.sandbox import publish
@@ -112,6 +113,8 @@ def reference_envelope(
         "names": list(manifest.names),
         "limits": _envelope_limits(manifest.limits),
     }
+    if manifest.seed_by_learner:
+        envelope["seed_by_learner"] = True
     if manifest.kind == "function":
         files["cases.py"] = package.cases or ""
         envelope.update(entry=manifest.entry, seed=seed, trials=manifest.trials)
@@ -133,6 +136,8 @@ def learner_envelope(package: Package, code: str, reference: Capture) -> dict[st
         "names": list(manifest.names),
         "limits": _envelope_limits(manifest.limits),
     }
+    if manifest.seed_by_learner:
+        envelope["seed_by_learner"] = True
     if manifest.kind == "function":  # plain data only: no exercise code, no seed
         envelope.update(entry=manifest.entry, cases=[dict(c.input or {}) for c in reference.cases])
     envelope["files"] = files
@@ -179,6 +184,8 @@ def reference_capture(
     where = reference_device(package, device)
     function = package.manifest.kind == "function"
     runtime = f"{sandbox.runtime_key(where)} harness-{publish.digest_of(PACKAGE_HARNESS)}"
+    if package.manifest.seed_by_learner:
+        runtime += " seed-by-learner"  # its run differs from a harness-seeded one
     if grad_scale is not None:
         runtime += f" grad-scale-{grad_scale!r}"
     if shift is not None:
@@ -791,7 +798,15 @@ def _learner_report(
         return failed_report(package, message, runtime, duration, learner), learner
     if _memory_error(learner):
         return failed_report(package, _memory(limits), runtime, duration, learner), learner
-    if learner.output_truncated:
-        message = f"{OUTPUT_LIMIT} (more than {limits.stdout_bytes} bytes printed)"
-        return failed_report(package, message, runtime, duration, learner), learner
-    return build_report(package, learner, reference, runtime, duration), learner
+    report = build_report(package, learner, reference, runtime, duration)
+    if learner.output_truncated:  # cut, never failed: the checks judge what was kept
+        report = replace(report, message=output_cut_note(limits))
+    return report, learner
+
+
+def output_cut_note(limits: Limits) -> str:
+    """The report's note when the code printed more than the output limit."""
+    return (
+        f"your output was cut at {size_label(limits.stdout_bytes)}: only the first "
+        f"{limits.stdout_bytes} bytes of what your code printed were kept and graded"
+    )

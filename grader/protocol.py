@@ -53,6 +53,14 @@ class Limits:
         return dataclasses.replace(self, **changes)
 
 
+def size_label(count: int) -> str:
+    """A byte count as learners read it: 65536 -> "64 KiB", 1000 -> "1000 bytes"."""
+    for unit, size in (("MiB", 1024 * 1024), ("KiB", 1024)):
+        if count >= size and count % size == 0:
+            return f"{count // size} {unit}"
+    return f"{count} bytes"
+
+
 class RunStatus(str, enum.Enum):
     OK = "ok"
     TIMEOUT = "timeout"

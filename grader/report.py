@@ -88,7 +88,9 @@ def stdout_text(capture: Capture, cap: int) -> str:
     if capture.stderr and capture.kind == "script":  # raw output could echo hidden inputs
         parts.append(capture.stderr)
     text = "".join(part for part in parts if part)
-    return text if len(text) <= cap else text[:cap] + TRUNCATED
+    if len(text) > cap:
+        return text[:cap] + TRUNCATED
+    return text + TRUNCATED if capture.output_truncated else text
 
 
 def exception_json(capture: Capture) -> dict[str, Any] | None:

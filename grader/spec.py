@@ -90,6 +90,9 @@ class Manifest:
     wrong: tuple[KnownSolution, ...] = ()
     alternatives: tuple[KnownSolution, ...] = ()
     diagnoses: Mapping[str, DiagnosisSpec] = field(default_factory=dict)
+    # The statement asks the learner to seed torch: the harness leaves torch's generator
+    # as a fresh interpreter has it (seeded from the OS), so a missing seed line shows.
+    seed_by_learner: bool = False
 
 
 @dataclass(frozen=True)
@@ -273,6 +276,8 @@ def _check_files(files: Mapping[str, str], prefix: str) -> None:
         parts = name.split("/")
         if name.startswith("/") or any(p in ("", ".", "..") for p in parts):
             raise PackageError(f"{prefix}/{name}: not a relative path inside the package")
+        if not _is_unicode_text(text):
+            raise PackageError(f"{prefix}/{name}: not valid Unicode text (a lone surrogate)")
         total += len(text.encode("utf-8"))
     if total > MAX_PACKAGE_BYTES:
         raise PackageError(f"{prefix}: files larger than {MAX_PACKAGE_BYTES} bytes in all")
@@ -281,12 +286,28 @@ def _check_files(files: Mapping[str, str], prefix: str) -> None:
             raise PackageError(f"{prefix}/{required}: file missing")
     for name in files:
         if name.endswith(".py"):
-            try:
-                compile(files[name], name, "exec", dont_inherit=True)
-            except SyntaxError as error:
-                raise PackageError(
-                    f"{prefix}/{name}: line {error.lineno}: syntax error ({error.msg})"
-                ) from error
+            _check_compiles(files[name], f"{prefix}/{name}", name)
+
+
+def _is_unicode_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_compiles(source: str, where: str, filename: str) -> None:
+    """A PackageError naming the file for code that does not compile, including code that
+    makes the compiler recurse too deep or run out of memory, and NUL bytes."""
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        raise PackageError(f"{where}: line {error.lineno}: syntax error ({error.msg})") from None
+    except (RecursionError, MemoryError):
+        raise PackageError(f"{where}: nested too deeply to compile") from None
+    except ValueError as error:  # "source code string cannot contain null bytes"
+        raise PackageError(f"{where}: does not compile ({error})") from None
 
 
 def _check_statement(text: str, where: str) -> None:
@@ -318,6 +339,7 @@ TOP_LEVEL_KEYS = {
     "alternative",
     "diagnoses",
     "equivalent_mutant",  # read by grader.mutants (declared-equivalent auto-mutants)
+    "seed_by_learner",
 }
 
 
@@ -356,7 +378,15 @@ def parse_manifest(text: str, where: str, files: Mapping[str, str]) -> Manifest:
         wrong=_known(raw.get("wrong", []), "wrong", known, files, where),
         alternatives=_known(raw.get("alternative", []), "alternative", None, files, where),
         diagnoses=MappingProxyType(diagnoses),
+        seed_by_learner=_flag(raw, "seed_by_learner", where),
     )
+
+
+def _flag(raw: Mapping[str, Any], key: str, where: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise PackageError(f"{where}: {key}: must be true or false")
+    return value
 
 
 def _parse_toml(text: str, where: str) -> dict[str, Any]:
@@ -364,6 +394,8 @@ def _parse_toml(text: str, where: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise PackageError(f"{where}: invalid TOML ({error})") from error
+    except (RecursionError, MemoryError):
+        raise PackageError(f"{where}: invalid TOML (nested too deeply)") from None
 
 
 def _reject_unknown(raw: Mapping[str, Any], allowed: set[str], where: str, path: str) -> None:
@@ -403,6 +435,8 @@ def _check_cases_source(source: str, where: str) -> None:
         tree = ast.parse(source, filename=where)
     except SyntaxError as error:
         raise PackageError(f"{where}: line {error.lineno}: {error.msg}") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise PackageError(f"{where}: does not compile (nested too deeply or NUL bytes)") from None
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     if "make_cases" not in defined:
         raise PackageError(f"{where}: must define make_cases(seed, trials)")

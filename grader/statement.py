@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from grader.protocol import size_label
+
 if TYPE_CHECKING:
     from grader.spec import CheckSpec, Manifest
 
@@ -26,6 +28,11 @@ DTYPE_RULE = (
     "A more precise floating dtype than the one asked for is accepted at that tolerance "
     "(float64 where float32 is asked); a less precise or non-floating one is a dtype "
     "mismatch."
+)
+SEED_RULE = (
+    "Random numbers: the grader does not seed torch for you. Your code's own "
+    "`torch.manual_seed(...)` line decides the model's starting weights; without it they "
+    "are random and the run cannot match the reference's."
 )
 VALUE_TYPES = frozenset({"value", "grad", "grad_history", "loss_curve"})
 
@@ -61,9 +68,21 @@ def checks_section(manifest: Manifest) -> str:
     for check in manifest.checks:
         meaning = describe(check, function=manifest.kind == "function")
         rows.append(f"| {_cell(check.name)} | {check.points} | {_cell(meaning)} |")
+    rows += ["", output_rule(manifest.limits.stdout_bytes)]
+    if manifest.seed_by_learner:
+        rows += ["", SEED_RULE]
     if any(check.type in VALUE_TYPES for check in manifest.checks):
         rows += ["", DTYPE_RULE]
     return "\n".join(rows)
+
+
+def output_rule(stdout_bytes: int) -> str:
+    """The output limit, as the learner reads it under the table."""
+    return (
+        f"Output limit: what your code prints is kept up to {size_label(stdout_bytes)}; "
+        "anything printed past it is cut (the checks read what was kept) and never fails "
+        "the run on its own."
+    )
 
 
 def _cell(text: str) -> str:

@@ -1,5 +1,6 @@
 """Package validation (`python -m grader check`, the instructor page): the reference
-passes fully, the starter runs, each [[wrong]] fails with its declared diagnosis, each
+passes fully, the output limit fits what the statement asks (`limits_problems`), the
+starter runs, each [[wrong]] fails with its declared diagnosis, each
 [[alternative]] passes fully, and every auto-mutant of the reference (grader.mutants) is
 caught unless the manifest declares it `[[equivalent_mutant]]`.
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from grader.cache import ReferenceCache
 from grader.capture import Capture
@@ -53,6 +54,7 @@ class Validation:
     solution: str = ""  # the reference solution the mutants were made from (for diffs)
     stale: tuple[str, ...] = ()  # declared equivalents that name no generated mutant
     pending: int = 0  # runs still to come (a partial validation, see on_progress)
+    limits: tuple[str, ...] = ()  # why the output limit does not fit the statement
 
     @property
     def ok(self) -> bool:
@@ -62,6 +64,7 @@ class Validation:
             and all(item.ok for item in self.items)
             and not any(result.bad for result in self.mutants)
             and not self.stale
+            and not self.limits
         )
 
     @property
@@ -83,6 +86,7 @@ class Validation:
         head = f"{'ok  ' if self.ok else 'FAIL'} {self.slug}: {len(self.items)} runs"
         head += ", all as declared" if failed == 0 else f", {failed} not as declared"
         lines = [head, *(item.line() for item in self.items)]
+        lines += [f"  FAIL limits      exercise.toml: {problem}" for problem in self.limits]
         if self.mutants or self.stale:
             counts = ", ".join(f"{n} {k}" for k, n in self.mutant_counts().items())
             lines.append(f"  {'ok  ' if bad == 0 else 'FAIL'} mutants     {counts}")
@@ -143,6 +147,7 @@ def validate_package(
         return Validation(package.slug, (item,))
     full = f"{manifest.points:g}/{manifest.points:g}"
     items = [ValidationItem("reference", "solution.py", solution.passed, full, _describe(solution))]
+    limits = tuple(limits_problems(package, reference))
     runs = [("starter", "starter.py", "")]
     runs += [("wrong", w.file, w.diagnosis) for w in manifest.wrong]
     runs += [("alternative", a.file, "") for a in manifest.alternatives]
@@ -166,7 +171,11 @@ def validate_package(
     count = len(runs) + (len(plan.mutants) if plan is not None else 0)
     stale = tuple(plan.stale_declarations()) if plan is not None else ()
     notify = on_progress or (lambda partial: None)
-    notify(Validation(package.slug, tuple(items), solution=package.solution, pending=count))
+    notify(
+        Validation(
+            package.slug, tuple(items), solution=package.solution, pending=count, limits=limits
+        )
+    )
     done: dict[int, ValidationItem | MutantResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures: dict[Future[ValidationItem | MutantResult], int] = {
@@ -176,13 +185,14 @@ def validate_package(
             for future in as_completed(futures):
                 done[futures[future]] = future.result()
                 if len(done) < count:
-                    notify(_partial(package, items, list(done.values()), count - len(done)))
+                    partial = _partial(package, items, list(done.values()), count - len(done))
+                    notify(replace(partial, limits=limits))
         except BaseException:  # a sandbox fault, a time limit: the runs not started are not
             for future in futures:
                 future.cancel()
             raise
     ordered = [done[index] for index in range(count)]
-    return _partial(package, items, ordered, 0, stale)
+    return replace(_partial(package, items, ordered, 0, stale), limits=limits)
 
 
 def _partial(
@@ -200,6 +210,64 @@ def _partial(
         stale=stale,
         pending=pending,
     )
+
+
+OUTPUT_MARGIN = 4  # the reference's own output fits the output limit this many times
+PRINT_BYTES_PER_STEP = 32  # the least room a required print per iteration must get
+OUTPUT_STREAMS = 2  # the run's stdout and stderr, each cut at limits.stdout_bytes
+JSON_EXPANSION = 6  # the most bytes one printed byte takes in the capture ("\\u0001")
+
+
+def limits_problems(package: Package, reference: Capture) -> list[str]:
+    """Why the output limit is one a learner following the statement could not meet: the
+    reference's own output does not fit it OUTPUT_MARGIN times; an exercise that asks
+    for the loss printed at every step (a `stdout` check in "losses" mode) and allows up
+    to `max_steps` steps (its `loss_curve`) gives less than PRINT_BYTES_PER_STEP (or the
+    reference's own bytes per step) per step; or the run's stdout and stderr, each at the
+    output limit and JSON-escaped at worst, do not fit the result limit (the sandbox's
+    hard cap would end the run before the harness cuts)."""
+    manifest = package.manifest
+    cap = manifest.limits.stdout_bytes
+    problems = []
+    printed = _printed_bytes(reference)
+    if printed * OUTPUT_MARGIN > cap:
+        problems.append(
+            f"the reference prints {printed} bytes: limits.stdout_bytes ({cap}) must be at "
+            f"least {OUTPUT_MARGIN} times that"
+        )
+    steps = _max_printed_steps(package)
+    if steps is not None:
+        calls = max(1, len(reference.backward_calls))
+        per_step = max(PRINT_BYTES_PER_STEP, -(-len(reference.stdout.encode()) // calls))
+        if steps * per_step > cap:
+            problems.append(
+                f"up to {steps} steps with the loss printed at each need about "
+                f"{steps * per_step} bytes ({per_step} a step): limits.stdout_bytes is {cap}"
+            )
+    if OUTPUT_STREAMS * cap * JSON_EXPANSION > manifest.limits.result_bytes:
+        problems.append(
+            f"stdout and stderr of up to {cap} bytes each do not fit limits.result_bytes "
+            f"({manifest.limits.result_bytes}) once encoded"
+        )
+    return problems
+
+
+def _printed_bytes(capture: Capture) -> int:
+    """The most bytes one output stream of the run holds (stdout, stderr, a case's)."""
+    sizes = [len(capture.stdout.encode()), len(capture.stderr.encode())]
+    sizes += [len(case.stdout.encode()) for case in capture.cases]
+    return max(sizes)
+
+
+def _max_printed_steps(package: Package) -> int | None:
+    """The most steps allowed where the statement asks for a print per step (None: no
+    such requirement, or no bound on the steps)."""
+    checks = package.manifest.checks
+    if not any(c.type == "stdout" and getattr(c.options, "mode", "") == "losses" for c in checks):
+        return None
+    bounds = [getattr(c.options, "max_steps", None) for c in checks if c.type == "loss_curve"]
+    known = [bound for bound in bounds if bound is not None]
+    return max(known) if known else None
 
 
 def _grade(

@@ -63,7 +63,9 @@ def each_trial(
 
 def _named_failure(trial: Trial, outcome: Outcome, fallback: str) -> Outcome:
     context = diagnose.context_diagnosis(trial, outcome.diagnosis)
-    if fallback and outcome.diagnosis in ("", "wrong-value"):
+    if context == "wrong-value" and diagnose.accumulated_onto_stale(trial):
+        diagnosis = "forgot-zero-grad"  # what the run did names it, over the check's default
+    elif fallback and outcome.diagnosis in ("", "wrong-value"):
         diagnosis = fallback
     elif fallback and context in diagnose.reference_error_slugs(trial):
         diagnosis = fallback  # the error the exercise teaches: the check's subject names it

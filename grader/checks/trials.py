@@ -31,6 +31,13 @@ class Trial:
     # Script runs only: where the final grads and parameters came from.
     learner_provenance: Provenance | None = None
     reference_provenance: Provenance | None = None
+    # The learner's output went past the output limit: `learner_stdout` is what was kept.
+    learner_stdout_cut: bool = False
+    # Exercises whose learner seeds torch: did each run seed it (None: not recorded)?
+    learner_seeded: bool | None = None
+    reference_seeded: bool | None = None
+    # Function exercises: the observed names a backward call of the case filled.
+    learner_filled: tuple[str, ...] = ()
 
     def got(self, key: str) -> Value | Missing:
         return self.learner.get(key, MISSING)
@@ -73,6 +80,9 @@ def trials(learner: Capture, reference: Capture) -> Iterator[Trial]:
             reference_stdout=reference.stdout,
             learner_provenance=learner.provenance,
             reference_provenance=reference.provenance,
+            learner_stdout_cut=learner.stdout_truncated,
+            learner_seeded=learner.torch_seeded,
+            reference_seeded=reference.torch_seeded,
         )
         return
     count = len(reference.cases)
@@ -92,4 +102,6 @@ def trials(learner: Capture, reference: Capture) -> Iterator[Trial]:
             reference_exception=want.exception,
             learner_stdout=got.stdout if got else "",
             reference_stdout=want.stdout,
+            learner_stdout_cut=bool(got and got.stdout_truncated),
+            learner_filled=got.grads_filled if got else (),
         )

@@ -108,6 +108,8 @@ def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         pair = _pair(target, got, want)
         if edited:
             return failed(f"{target}: {diff.message}", "params-edited", **pair)
+        if diagnose.copied_too_early(trial, got, tolerance):
+            return failed(f"{target}: {diff.message}", "copied-too-early", **pair)
         for slug, key in _present(options.variants, trial):
             if compare_values(got, trial.want(key), tolerance) is None:
                 return failed(f"{target}: {diff.message}", slug, **pair)

@@ -33,6 +33,7 @@ RESULT_FIELDS: dict[str, tuple[type, ...]] = {
     "exception": (dict, type(None)),
     "duration_s": NUMBER,
     "defined": (dict,),
+    "torch_seeded": (bool,),
 }
 CASE_FIELDS: dict[str, tuple[type, ...]] = {
     "observations": (dict,),
@@ -41,6 +42,7 @@ CASE_FIELDS: dict[str, tuple[type, ...]] = {
     "stdout": (str,),
     "stdout_truncated": (bool,),
     "duration_s": NUMBER,
+    "grads_filled": (list,),
 }
 EMPTY_RESULT: dict[str, Any] = {
     "variables": {},

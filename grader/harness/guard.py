@@ -25,8 +25,10 @@ import importlib
 import json
 import json.encoder
 import os
+import re
 import socket
 import sys
+import sysconfig
 import types
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -40,8 +42,18 @@ AUTOGRAD_VARIABLE = importlib.import_module("torch.autograd.variable")
 OPTIMIZER = importlib.import_module("torch.optim.optimizer")
 
 MAX_DETAIL = 300
-VOLATILE = frozenset({"__warningregistry__"})  # a module's record of warnings it issued
+# A module's record of warnings it issued; builtins._, the last value sys.displayhook
+# showed (doctest runs each example as an interactive statement).
+VOLATILE = frozenset({"__warningregistry__", "_"})
 PROC_PREFIXES = ("/proc/self", "/proc/thread-self", "/dev/fd", "/proc/")
+# What the process may read about itself, read-only, unflagged (a learner printing its
+# own memory use): none of these holds an address, a descriptor or another file's bytes.
+OWN_STATUS = frozenset({"/proc/self/status", "/proc/self/statm", "/proc/self/stat",
+                        "/proc/self/io", "/proc/self/limits"})  # fmt: skip
+# The trace function doctest saves and restores around each example: set from these
+# stdlib files, it is not flagged when set; one still installed over the harness's
+# frames (the recorder's wrappers, the end of the learner's code) is.
+TRACE_RESTORERS = frozenset({os.path.join(sysconfig.get_paths()["stdlib"], "doctest.py")})
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
 TRACE_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
@@ -72,6 +84,45 @@ def _per_process(path: str) -> bool:
     return False
 
 
+_OWN_TASK = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?(?=/|$)")
+
+
+def spellings(path: str) -> tuple[str, ...]:
+    """The forms a path is classified by: as written made absolute and normalised (`.`,
+    `..`, doubled slashes), and resolved (`realpath`: symlinks, `/proc/self` itself),
+    each with `/proc/self`, `/proc/thread-self`, `/proc/<own pid>` and their
+    `/task/<tid>` spelt `/proc/self` (another process's `/proc/<pid>` is kept)."""
+    absolute = path if path.startswith("/") else os.path.join(os.getcwd(), path)
+    written = "/" + os.path.normpath(absolute).lstrip("/")
+    try:
+        resolved = os.path.realpath(absolute)
+    except (OSError, ValueError):
+        resolved = written
+    return tuple(dict.fromkeys(_canonical(form) for form in (written, resolved)))
+
+
+def _canonical(path: str) -> str:
+    if path.startswith("/dev/fd"):
+        path = "/proc/self/fd" + path[len("/dev/fd") :]
+    found = _OWN_TASK.match(path)
+    if found is None:
+        return path
+    head = found.group(0)[len("/proc/") :].split("/", 1)[0]
+    if head.isdigit() and int(head) != os.getpid():
+        return path  # another process: stays /proc/<pid>
+    return "/proc/self" + path[found.end() :]
+
+
+def _opened_read_only(args: tuple[Any, ...]) -> bool:
+    """An `open` event's (path, mode, flags): builtins.open gives a mode string, os.open
+    None and its flags."""
+    mode = args[1] if len(args) > 1 else None
+    flags = args[2] if len(args) > 2 else None
+    if isinstance(mode, str):
+        return not set(mode) & set("wax+")
+    return isinstance(flags, int) and flags & (os.O_ACCMODE | os.O_CREAT | os.O_TRUNC) == 0
+
+
 class AuditGuard:
     """The audit hook. `harness_files` are the code files whose frames are the harness's."""
 
@@ -79,9 +130,13 @@ class AuditGuard:
         self.report = report
         self.harness_files = frozenset(harness_files)
         self.harness_dir = os.path.dirname(next(iter(self.harness_files), "/harness/x"))
+        resolved = os.path.realpath(self.harness_dir)
+        self.harness_roots = tuple(dict.fromkeys((self.harness_dir, resolved)))
         self.protected = {id(obj) for obj in protected}
         self.active = False
+        self.filtering = False  # HeapView's own call of the real gc.get_objects
         self._busy = False
+        self.traces = (sys.gettrace(), sys.getprofile())
 
     def install(self) -> None:
         sys.addaudithook(self.hook)
@@ -103,6 +158,13 @@ class AuditGuard:
         finally:
             self.active = previous
 
+    def lingering_trace(self) -> tuple[str, str] | None:
+        """A trace or profile function still installed when the learner's code hands back
+        to the harness (set by code whose call was not itself flagged, e.g. doctest)."""
+        if (sys.gettrace(), sys.getprofile()) == self.traces:
+            return None
+        return "trace-hook", "a trace or profile function was left installed over the harness"
+
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.active or self._busy:
             return
@@ -120,9 +182,9 @@ class AuditGuard:
         if event.startswith("ctypes."):
             return "ctypes", event
         if event in GC_EVENTS:
-            return "gc-walk", event
+            return self._gc_event(event)
         if event in TRACE_EVENTS:
-            return "trace-hook", event
+            return self._trace_event(event)
         if event == "sys.addaudithook":
             return "audit-hook", event
         if event == "socket.__new__":
@@ -131,8 +193,10 @@ class AuditGuard:
             return self._signal(event, args[0])
         if event == "sys._current_frames":
             return "frame-walk", event
-        if event in ("open", "os.listdir", "os.scandir") and args:
-            return self._path_event(event, args[0])
+        if event == "open" and args:
+            return self._path_event(event, args[0], _opened_read_only(args))
+        if event in ("os.listdir", "os.scandir") and args:
+            return self._path_event(event, args[0], False)
         if event == "sys._getframe" and args and self._harness_frame(args[0]):
             return "frame-walk", f"sys._getframe reached the harness's {args[0].f_code.co_name}"
         if event == "object.__getattr__" and len(args) == 2:
@@ -142,15 +206,37 @@ class AuditGuard:
             return "replaced", f"{_qualified(args[0])}.{_text(args[1])} ({event})"
         return None
 
-    def _path_event(self, event: str, raw: Any) -> tuple[str, str] | None:
+    def _gc_event(self, event: str) -> tuple[str, str] | None:
+        """`gc.get_objects` through the heap view (HeapView) hides the harness: not a
+        finding; the real one (reached around the view) and the targeted walks are."""
+        if event == "gc.get_objects" and self.filtering:
+            return None
+        return "gc-walk", event
+
+    def _trace_event(self, event: str) -> tuple[str, str] | None:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is not None and frame.f_code.co_filename in TRACE_RESTORERS:
+            return None  # doctest restoring what it saved; one left installed is flagged
+        return "trace-hook", event
+
+    def _path_event(self, event: str, raw: Any, read_only: bool) -> tuple[str, str] | None:
         path = _path(raw)
         if path is None:
             return None
-        if _per_process(path):
-            return "proc-access", f"{event} {path}"[:MAX_DETAIL]
-        if path.startswith(self.harness_dir + "/"):
-            return "harness-file", f"{event} {path}"[:MAX_DETAIL]
+        forms = spellings(path)
+        shown = " = ".join(dict.fromkeys((path, *forms)))
+        if any(_per_process(form) for form in forms):
+            if read_only and all(form in OWN_STATUS for form in forms):
+                return None  # the process's own status, read: what a learner may print
+            return "proc-access", f"{event} {shown}"[:MAX_DETAIL]
+        if any(self._harness_path(form) for form in forms):
+            return "harness-file", f"{event} {shown}"[:MAX_DETAIL]
         return None
+
+    def _harness_path(self, path: str) -> bool:
+        return any(path == root or path.startswith(root + "/") for root in self.harness_roots)
 
     def _signal(self, event: str, pid: Any) -> tuple[str, str] | None:
         if not isinstance(pid, int) or (0 < pid != os.getppid() and event == "os.kill"):
@@ -167,6 +253,118 @@ class AuditGuard:
 
     def _harness_frame(self, frame: Any) -> bool:
         return isinstance(frame, types.FrameType) and frame.f_code.co_filename in self.harness_files
+
+
+class Lure(dict[str, Any]):
+    """A record-shaped dict that only `HeapView` hands out: reading it is looking through
+    the heap for the harness's records (honest code counting tensors never does)."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__()
+        self.report = report
+        self.sprung = False
+
+    def _spring(self) -> None:
+        if not self.sprung:
+            self.sprung = True
+            self.report("gc-walk", "a harness record found through gc.get_objects was read")
+
+    def __contains__(self, key: object) -> bool:
+        self._spring()
+        return False
+
+    def __getitem__(self, key: str) -> Any:
+        self._spring()
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        self._spring()
+        return iter(())
+
+    def __len__(self) -> int:
+        self._spring()
+        return 0
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self._spring()
+        return default
+
+    def keys(self) -> Any:
+        self._spring()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._spring()
+        return super().values()
+
+    def items(self) -> Any:
+        self._spring()
+        return super().items()
+
+
+class HeapView:
+    """`gc.get_objects` while the learner's code runs: the objects it may know of, not the
+    harness's. Hidden: every object alive when the view was armed (the harness, its
+    envelope, the libraries), instances of the harness's classes, its frames and
+    functions, and what the recorder's records hold; added: one `Lure`. Counting live
+    tensors, the usual leak check, sees exactly the learner's tensors and is not flagged;
+    reading the lure is `gc-walk`, and so is reaching the real function around the view."""
+
+    def __init__(
+        self,
+        guard: AuditGuard,
+        original: Callable[..., list[Any]],
+        harness_types: Iterable[type],
+        records: Callable[[], list[Any]],
+    ) -> None:
+        self.guard = guard
+        self.original = original
+        self.harness_types = tuple(harness_types)
+        self.records = records
+        self.before: list[Any] = []
+        self.hidden: set[int] = set()
+        self.lure = Lure(guard.report)
+
+    def arm(self) -> None:
+        """Takes the objects alive now (held, so that their ids stay theirs)."""
+        self.before = self.original()
+        self.hidden = {id(obj) for obj in self.before}
+        self.hidden.update((id(self.before), id(self.hidden), id(self.lure)))
+
+    def __call__(self, generation: int | None = None) -> list[Any]:
+        self.guard.filtering = True
+        try:
+            found = self.original() if generation is None else self.original(generation)
+        finally:
+            self.guard.filtering = False
+        if not self.guard.active:
+            return found
+        hidden = self.hidden | self._recorded() | {id(found)}
+        kept = [obj for obj in found if id(obj) not in hidden and not self._harness(obj)]
+        kept.append(self.lure)
+        return kept
+
+    def _harness(self, obj: Any) -> bool:
+        if isinstance(obj, self.harness_types):
+            return True
+        files = self.guard.harness_files
+        if isinstance(obj, types.FrameType):
+            return obj.f_code.co_filename in files
+        if isinstance(obj, types.MethodType):
+            obj = obj.__func__
+        return isinstance(obj, types.FunctionType) and obj.__code__.co_filename in files
+
+    def _recorded(self) -> set[int]:
+        """The containers the recorder's records are made of (plain data, no tensors)."""
+        seen: set[int] = set()
+        stack = list(self.records())
+        while stack:
+            item = stack.pop()
+            if id(item) in seen or not isinstance(item, dict | list | tuple):
+                continue
+            seen.add(id(item))
+            stack.extend(item.values() if isinstance(item, dict) else item)
+        return seen
 
 
 def _qualified(obj: Any) -> str:

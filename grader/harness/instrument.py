@@ -67,6 +67,10 @@ class Recorder:
         self.last_step: dict[str, Any] | None = None
         self._before_step: dict[str, Any] | None = None
         self.grad_scale: float | None = None  # the seeds' factor (module docstring)
+        # Function exercises: the observed values, and the names among them to which an
+        # accumulating backward call left a non-zero grad (a grad later cleared is named).
+        self.watch: Callable[[], dict[str, Any]] = dict
+        self.filled: set[str] = set()
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -83,6 +87,7 @@ class Recorder:
         self.total_calls = 0
         self.last_backward = None
         self.grad_results = {}
+        self.filled = set()
 
     def provenance(self) -> dict[str, Any]:
         """What the final values are compared with (FORMAT.md section 3)."""
@@ -198,6 +203,8 @@ class Recorder:
         call = _describe(api, root, bound)
         call.update(_provenance(root, bound, tracked))
         call["grads_before"] = self._grads() if with_grads else {}
+        if api in ACCUMULATING:
+            call["onto_stale"] = _onto_stale(root, bound)
         self.calls.append(call)
         evidence = Evidence(api, root, bound)
         if self.grad_scale is not None and bound:
@@ -241,6 +248,17 @@ class Recorder:
     def _after(self, api: str, index: int, grads: dict[str, Any]) -> None:
         if api in ACCUMULATING:
             self.last_backward = {"index": index, "grads_after": grads}
+            self._note_filled()
+
+    def _note_filled(self) -> None:
+        try:
+            watched = dict(self.watch())
+        except Exception:
+            return
+        for name, value in watched.items():
+            with contextlib.suppress(Exception):
+                if _holds_gradient(value):
+                    self.filled.add(name)
 
     def _tracked(self) -> dict[str, Any]:
         try:
@@ -467,6 +485,40 @@ def _graph_names(roots: list[torch.Tensor], tracked: Mapping[str, Any]) -> list[
             continue
         stack.extend(item[0] for item in following if item[0] is not None)
     return sorted(found)
+
+
+def _onto_stale(root: Any, bound: Mapping[str, Any]) -> bool:
+    """Before an accumulating call: does a leaf it writes (its `inputs=`, else a leaf of
+    the root's graph, at most MAX_GRAPH_NODES nodes walked) already hold a non-zero grad?"""
+    try:
+        leaves = _tensors(bound.get("inputs"))
+        if not leaves:
+            stack = [t.grad_fn for t in _tensors(root) if t.grad_fn is not None]
+            seen: dict[int, Any] = {}
+            while stack and len(seen) < MAX_GRAPH_NODES:
+                node = stack.pop()
+                if id(node) in seen:
+                    continue
+                seen[id(node)] = node
+                variable = getattr(node, "variable", None)
+                if isinstance(variable, torch.Tensor):
+                    leaves.append(variable)
+                stack.extend(item[0] for item in node.next_functions if item[0] is not None)
+        return any(_holds_gradient(leaf) for leaf in leaves)
+    except Exception:
+        return False
+
+
+def _holds_gradient(value: Any) -> bool:
+    """A tensor, or a module's parameter, holds a grad with a non-zero element."""
+    if isinstance(value, torch.nn.Module):
+        tensors = list(value.parameters())[:1_000]
+    elif isinstance(value, torch.Tensor):
+        tensors = [value]
+    else:
+        return False
+    with torch.no_grad():
+        return any(t.grad is not None and bool((t.grad != 0).any()) for t in tensors)
 
 
 def _message(error: BaseException) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import io
 import linecache
 import os
@@ -25,6 +26,7 @@ import random
 import sys
 import time
 import traceback
+import types
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -72,7 +74,9 @@ class CappedBytes(io.RawIOBase):
 
 
 class CappedText(io.TextIOBase):
-    """sys.stdout of the code under test: keeps the first `cap` characters."""
+    """sys.stdout of the code under test: keeps the first `cap` bytes of its UTF-8 text
+    (a character cut in two is dropped) and marks the rest as cut: printing more never
+    stops the run (FORMAT.md section 3, `stdout_truncated`)."""
 
     encoding = "utf-8"
 
@@ -89,14 +93,20 @@ class CappedText(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        written = len(text)
+        if self.truncated:
+            return written
+        data = text.encode("utf-8", "surrogatepass")
         room = self.cap - self.size
-        if len(text) > room:
+        if len(data) > room:
             self.truncated = True
-            text = text[: max(room, 0)]
+            data = data[: max(room, 0)]
+            text = data.decode("utf-8", "ignore")
+            data = text.encode("utf-8", "surrogatepass")
         if text:
             self.parts.append(text)
-            self.size += len(text)
-        return len(text)
+            self.size += len(data)
+        return written
 
     def take(self) -> tuple[str, bool]:
         text, truncated = "".join(self.parts), self.truncated
@@ -123,8 +133,14 @@ def warm_up_autograd() -> None:
     _warmed[0] = True
 
 
-def reseed() -> None:
-    torch.manual_seed(SEED)
+def reseed(fresh_torch: bool = False) -> None:
+    """Seeds every generator with SEED; with `fresh_torch` (envelope `seed_by_learner`),
+    torch's is seeded from the OS as a fresh interpreter's is, so code that is asked to
+    seed torch and does not is not seeded for it."""
+    if fresh_torch:
+        torch.seed()
+    else:
+        torch.manual_seed(SEED)
     np.random.seed(SEED)
     random.seed(SEED)
 
@@ -178,11 +194,14 @@ class Runner:
         self.recorder.on_tamper = self.tamper
         self.names: list[str] = list(envelope.get("names", []))
         self.tampers = 0
+        self.traced = False  # a lingering trace function is reported once
         self.audit: guard.AuditGuard | None = None
         self.snapshot: guard.Snapshot | None = None
         self.device_mode: Any = contextlib.nullcontext()  # the stand-in GPU's mode
         self.shift: shift.Shift | None = None  # the second run's other starting values
         self.shift_mode: Any = contextlib.nullcontext()
+        self.learner_seeds = envelope.get("seed_by_learner") is True
+        self.drawn_seed: int | None = None  # torch's seed the harness left (learner seeds)
 
     # -- integrity ------------------------------------------------------------------
 
@@ -223,19 +242,38 @@ class Runner:
         spaces = guard.watched_namespaces(modules)
         files = {m.__file__ for m in modules if m.__file__}
         warm_sources(files)
-        self.snapshot = guard.Snapshot(spaces)
         self.audit = guard.AuditGuard(self.tamper, files, guard.protected_objects(spaces))
+        heap = self.heap_view(spaces)
+        gc.get_objects = heap  # the snapshot below holds the view as gc's own
+        self.snapshot = guard.Snapshot(spaces)
         self.audit.install()
         for name in HARNESS_MODULES:
             sys.modules.pop(name, None)
         harness_dir = os.path.dirname(os.path.abspath(__file__))
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != harness_dir]
+        heap.arm()  # last: everything alive now is hidden from the learner's gc
+
+    def heap_view(self, spaces: dict[str, Any]) -> guard.HeapView:
+        """The learner's `gc.get_objects` (guard.HeapView): the harness's objects hidden."""
+        assert self.audit is not None
+        classes = [v for k, v in spaces.items() if k.startswith("harness.") and isinstance(v, type)]
+        recorder = self.recorder
+
+        def records() -> list[Any]:
+            return [recorder.calls, recorder.steps, recorder.grad_results,
+                    recorder.last_backward, recorder.last_step, self.stdout.parts]  # fmt: skip
+
+        return guard.HeapView(self.audit, gc.get_objects, classes, records)
 
     def verify(self) -> None:
         """Compares what the harness relies on with the snapshot taken before."""
-        assert self.snapshot is not None
+        assert self.snapshot is not None and self.audit is not None
         for kind, detail in self.snapshot.changes():
             self.tamper(kind, detail)
+        lingering = self.audit.lingering_trace()
+        if lingering is not None and not self.traced:
+            self.traced = True
+            self.tamper(*lingering)
 
     def watching(self) -> Any:
         assert self.audit is not None
@@ -248,7 +286,18 @@ class Runner:
         warnings.simplefilter("default")
         self.protect()
         sys.stdout = self.stdout
-        reseed()
+        self.reseed()
+
+    def reseed(self) -> None:
+        reseed(self.learner_seeds)
+        if self.learner_seeds:
+            self.drawn_seed = torch.initial_seed()
+
+    def seeded(self) -> dict[str, Any]:
+        """`torch_seeded` (learner-seeded exercises): did the code seed torch itself?"""
+        if self.drawn_seed is None:
+            return {}
+        return {"torch_seeded": torch.initial_seed() != self.drawn_seed}
 
     def run(self) -> dict[str, Any]:
         self.prepare()
@@ -259,7 +308,10 @@ class Runner:
     # -- script exercises ------------------------------------------------------------
 
     def run_script(self) -> dict[str, Any]:
-        namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        main = types.ModuleType("__main__")  # what `doctest.testmod()` and others look up
+        namespace: dict[str, Any] = main.__dict__
+        namespace["__builtins__"] = builtins
+        sys.modules["__main__"] = main
         self.recorder.lookup = lambda: {n: namespace[n] for n in self.names if n in namespace}
         exception, duration = self.execute(self.envelope["files"][SUBMISSION], namespace)
         self.verify()
@@ -281,6 +333,7 @@ class Runner:
             "stdout_truncated": truncated,
             "exception": exception,
             "duration_s": duration,
+            **self.seeded(),
         }
 
     def execute(
@@ -367,7 +420,7 @@ class Runner:
     def run_case(self, entry: Any, case: Any, missing: bool) -> dict[str, Any]:
         self.recorder.reset()
         self.stdout.take()
-        reseed()
+        self.reseed()
         observations: dict[str, Any] = {}
         exception = None
         started = time.perf_counter()
@@ -377,6 +430,7 @@ class Runner:
         else:
             try:
                 env = casework.prepare(case, lambda: self.recorder.api_calls)
+                self.recorder.watch = lambda: observed_values(env, case)
                 with self.watching():
                     casework.call_entry(env, case, entry)
                     with self.recorder.paused():
@@ -388,16 +442,30 @@ class Runner:
                 raise
             except BaseException as error:
                 exception = describe_exception(error)
+        self.recorder.watch = dict
         self.verify()
         stdout, truncated = self.stdout.take()
         return {
             "observations": observations,
             "exception": exception,
             "backward_calls": self.recorder.calls,
+            "grads_filled": sorted(self.recorder.filled),
             "stdout": stdout,
             "stdout_truncated": truncated,
             "duration_s": round(time.perf_counter() - started, 6),
         }
+
+
+def observed_values(env: casework.Env, case: Any) -> dict[str, Any]:
+    """The case's values that its `observe` names directly ({key: value})."""
+    observe = case.get("observe", {}) if isinstance(case, dict) else {}
+    if not isinstance(observe, dict):
+        return {}
+    return {
+        str(key): env.values[name]
+        for key, name in observe.items()
+        if isinstance(name, str) and name in env.values
+    }
 
 
 def run_child(envelope: dict[str, Any], max_message: int) -> None:

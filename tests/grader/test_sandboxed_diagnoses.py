@@ -259,6 +259,37 @@ CASES: list[tuple[str, str, str, str | dict[str, str]]] = [
 ]
 
 
+CASES.append(
+    (
+        "backward-per-input",
+        "multiple-variables",
+        HEADER + "x = torch.tensor(4.0, requires_grad=True)\n"
+        "y = torch.tensor(5.0, requires_grad=True)\nz = x * y + x\n"
+        "z.backward(inputs=[x], retain_graph=True)\nz.backward(inputs=[y])\n",
+        "backward-per-input",
+    )
+)
+CASES.append(
+    (
+        "copied-too-early",
+        "gradient-accumulation",
+        HEADER + "x = torch.tensor(3.0, requires_grad=True)\n(x**2).backward()\n"
+        "accumulated = x.grad.clone()\n(x**2).backward()\nx.grad.zero_()\n",
+        "copied-too-early",
+    )
+)
+CASES.append(
+    (
+        "missing-seed",
+        "fix-the-training-loop",
+        (REPO / "exercises" / "fix-the-training-loop" / "wrong" / "no-seed.py").read_text(
+            encoding="utf-8"
+        ),
+        "missing-seed",
+    )
+)
+
+
 def test_every_diagnosis_of_the_format_has_a_sandboxed_wrong_submission() -> None:
     """Here, or among the skill checks' forbidden submissions (test_skill_checks_sandbox)."""
     skills = {diagnosis for *_, diagnosis in SKILL_FORBIDDEN}
