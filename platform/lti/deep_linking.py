@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -49,10 +50,32 @@ def choices(lti_launch: LtiLaunch, user: User) -> QuerySet[Exercise]:
 
 
 def return_url_of(launch: GradlabMessageLaunch) -> str:
+    """The signed deep_link_return_url, checked (checked_return_url); DeepLinkError if the
+    platform sent none or one that is not a plain https address."""
     settings_claim = launch.get_launch_data().get(SETTINGS_CLAIM)
-    if not isinstance(settings_claim, dict):
-        return ""
-    return str(settings_claim.get("deep_link_return_url", ""))
+    raw = settings_claim.get("deep_link_return_url") if isinstance(settings_claim, dict) else None
+    return checked_return_url(raw)
+
+
+def checked_return_url(raw: object) -> str:
+    """The return URL if it is an absolute https URL with a plain host (no user, no
+    quotes, blanks or control characters; http too only with GRADLAB_LTI_ALLOW_HTTP, for
+    test platforms on this machine). The host is not pinned to the registration's URLs:
+    Canvas signs its institution's own domain, not canvas.instructure.com. The URL is
+    signed by the registered platform; this keeps javascript:, data: and look-alikes out
+    of the page's form and its Content-Security-Policy."""
+    refused = "The LMS sent no usable address to return the selection to: start it again."
+    if not isinstance(raw, str) or any(ord(c) < 0x21 or c in "'\"<>\\;" for c in raw):
+        raise DeepLinkError(refused)
+    parts = urlsplit(raw)
+    allowed = {"https", "http"} if settings.GRADLAB_LTI_ALLOW_HTTP else {"https"}
+    try:
+        port = parts.port
+    except ValueError:
+        raise DeepLinkError(refused) from None
+    if parts.scheme not in allowed or not parts.hostname or parts.username or port == 0:
+        raise DeepLinkError(refused)
+    return raw
 
 
 def restore(request: Any, launch_id: str) -> GradlabMessageLaunch:
@@ -106,5 +129,8 @@ def response_jwt(
 
 
 def origin_of(url: str) -> str:
+    """scheme://host[:port] of a checked URL, rebuilt from its parsed parts (never its
+    text): what a Content-Security-Policy header may name."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")

@@ -93,6 +93,10 @@ class LaunchView(View):
         """An instructor adding content: sign them in and show the exercise picker."""
         if role_of(lti_launch) != "instructor":
             return refused("Only instructors add gradlab exercises to a course.", 403)
+        try:
+            lms = deep_linking.origin_of(deep_linking.return_url_of(message_launch))
+        except deep_linking.DeepLinkError as error:
+            return refused(str(error), 400)
         sync_data_from_launch(lti_launch)
         user = user_for(lti_launch.user)
         login(request, user, backend=AUTH_BACKEND)
@@ -102,7 +106,6 @@ class LaunchView(View):
             "unbound": bindings.UNBOUND,
         }
         response = render(request, "lti/deep_link_pick.html", context)
-        lms = deep_linking.origin_of(deep_linking.return_url_of(message_launch))
         # Shown in the LMS's content dialog (a frame of the LMS, and only of it).
         response["Content-Security-Policy"] = (
             f"default-src 'self'; form-action 'self'; frame-ancestors 'self' {lms}; "
@@ -124,13 +127,13 @@ class DeepLinkView(View):
         try:
             launch = deep_linking.restore(request, launch_id)
             launch_url = request.build_absolute_uri(reverse("lti:launch"))
+            return_url = deep_linking.return_url_of(launch)
             token = deep_linking.response_jwt(
                 launch, request.user, request.POST.getlist("exercise"), launch_url
             )
         except deep_linking.DeepLinkError as error:
             return refused(str(error), 400)
         del request.session[deep_linking.SESSION_KEY]
-        return_url = deep_linking.return_url_of(launch)
         response = render(
             request, "lti/deep_link_return.html", {"return_url": return_url, "jwt": token}
         )

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from html import unescape
 from typing import Any
 
+import pytest
 import requests
 from fake_platform import INSTRUCTOR, FakePlatform
 
@@ -94,3 +95,56 @@ def test_the_picker_needs_the_instructors_session(client: Any, db: None) -> None
     response = client.post("/lti/deep-link/", {"exercise": ["chain-rule"]})
 
     assert response.status_code == 302  # to the login page
+
+
+HOSTILE_RETURNS = [
+    "javascript:alert(document.domain)//",
+    "data:text/html,<script>alert(1)</script>",
+    "https://user:pw@lms.example.org/return",
+    "https://lms.example.org/return'; script-src *",
+    'https://lms.example.org/return" onfocus="x',
+    "//lms.example.org/return",
+    "https://lms.example.org:0/return",
+    "",
+]
+
+
+@pytest.mark.parametrize("return_url", HOSTILE_RETURNS)
+def test_a_deep_link_return_url_that_is_not_a_plain_https_address_is_refused(
+    launch: Callable[..., Any], platform: FakePlatform, return_url: str
+) -> None:
+    from django.test import Client
+
+    claims = platform.deep_link_claims()
+    claims[DL + "deep_linking_settings"]["deep_link_return_url"] = return_url
+    browser = Client()
+
+    flow = launch(client=browser, roles=[INSTRUCTOR], sub="teacher-1", **claims)
+
+    assert flow.response.status_code == 400
+    page = flow.response.content.decode()
+    assert "no usable address to return the selection to" in page
+    assert return_url == "" or return_url not in page
+    assert "_auth_user_id" not in browser.session  # refused before signing anyone in
+
+
+def test_a_plain_http_return_url_is_refused_unless_allowed_for_test_platforms(
+    settings: Any,
+) -> None:
+    from lti.deep_linking import DeepLinkError, checked_return_url
+
+    settings.GRADLAB_LTI_ALLOW_HTTP = False
+    with pytest.raises(DeepLinkError):
+        checked_return_url("http://lms.example.org/return")
+    # Canvas returns on the institution's domain, not its issuer's
+    canvas = "https://school.instructure.com/courses/1/deep_linking_response?x=1"
+    assert checked_return_url(canvas) == canvas
+    settings.GRADLAB_LTI_ALLOW_HTTP = True
+    assert checked_return_url("http://127.0.0.1:8080/return") == "http://127.0.0.1:8080/return"
+
+
+def test_the_pickers_policy_names_the_return_origin_rebuilt_from_its_parts() -> None:
+    from lti.deep_linking import origin_of
+
+    assert origin_of("https://LMS.example.org:8443/a/b?c=d#e") == "https://lms.example.org:8443"
+    assert origin_of("https://[2001:db8::1]/return") == "https://[2001:db8::1]"

@@ -316,6 +316,9 @@ GRADLAB_LTI_BACKOFF_MAX_SECONDS = env_float("GRADLAB_LTI_BACKOFF_MAX_SECONDS", 1
 # A score carries a comment ("gradlab submission N (late)") only when on: Canvas shows each
 # as a new submission comment, Moodle as the grade's feedback.
 GRADLAB_LTI_SCORE_COMMENT = env_bool("GRADLAB_LTI_SCORE_COMMENT", False)
+# Addresses an LMS sends (the deep-link return URL) must be https; plain http only for
+# test platforms on this machine.
+GRADLAB_LTI_ALLOW_HTTP = env_bool("GRADLAB_LTI_ALLOW_HTTP", False)
 # Launches inside an LMS iframe: the LMS origins allowed to frame gradlab's pages. The
 # launch is a cross-site POST and the pages then run in a third-party frame, so the session
 # and CSRF cookies must be SameSite=None; Secure (HTTPS, also behind a TLS proxy that sets

@@ -74,3 +74,6 @@ GRADLAB_MAX_ATTEMPTS = env_int("GRADLAB_MAX_ATTEMPTS", 3)
 # processes and a test process grading in-process alike); a test of the cold or warm path
 # sets GRADLAB_SANDBOX_ZYGOTE=0 for its worker.
 GRADLAB_SANDBOX_ZYGOTE = env_bool("GRADLAB_SANDBOX_ZYGOTE", True)
+# The tests' LMS peers are plain-http servers on 127.0.0.1 (a test of the https rule sets
+# it back).
+GRADLAB_LTI_ALLOW_HTTP = env_bool("GRADLAB_LTI_ALLOW_HTTP", True)
