@@ -49,6 +49,35 @@ def refused(message: str, status: int) -> HttpResponse:
     return HttpResponse(body, status=status, content_type="text/html; charset=utf-8")
 
 
+# What the learner reads for the OIDC error codes a platform answers with (OpenID Connect
+# Core 3.1.2.6, which the LTI 1.3 launch follows), before the platform's own description.
+OIDC_ERRORS = {
+    "login_required": "Sign in to your LMS first, then open the activity again.",
+    "interaction_required": "Your LMS needs you to do something first: open it and try again.",
+    "consent_required": "Your LMS needs your consent first: open it and try again.",
+    "account_selection_required": "Choose your account in your LMS, then try again.",
+    "invalid_request": "Your LMS refused the launch request.",
+    "invalid_request_object": "Your LMS refused the launch request.",
+    "unauthorized_client": "Your LMS does not allow gradlab here: ask its administrator.",
+    "access_denied": "Your LMS denied access to gradlab.",
+    "unsupported_response_type": "Your LMS refused the launch request.",
+    "server_error": "Your LMS had an error: try again in a moment.",
+    "temporarily_unavailable": "Your LMS is busy: try again in a moment.",
+}
+DESCRIPTION_CHARS = 500
+
+
+def platform_error(form: Any) -> HttpResponse:
+    """The platform answered the login with an OIDC error instead of an id_token: say what
+    it said (its error code in words, and its own description), not "missing id_token"."""
+    code = str(form.get("error", ""))[:100]
+    description = " ".join(str(form.get("error_description", "")).split())[:DESCRIPTION_CHARS]
+    logger.warning("LTI login answered with error %r: %s", code, description)
+    said = OIDC_ERRORS.get(code, "Your LMS refused the launch.")
+    detail = f" It said: {description}" if description else ""
+    return refused(f"{said} ({code}).{detail}", 400)
+
+
 def _escape(text: str) -> str:
     from django.utils.html import escape
 
@@ -60,6 +89,8 @@ class LaunchView(View):
     """The id_token arrives here, POSTed by the learner's browser from the platform."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if "id_token" not in request.POST and "error" in request.POST:
+            return platform_error(request.POST)
         try:
             message_launch = launch_from_request(request)
         except LtiException as error:

@@ -247,3 +247,28 @@ def test_an_id_token_whose_claims_are_not_an_object_is_refused(
 
     assert flow.response.status_code == 403
     assert b"LTI launch refused" in flow.response.content
+
+
+@pytest.mark.parametrize(
+    ("form", "said"),
+    [
+        ({"error": "login_required", "error_description": "No Moodle session."},
+         "Sign in to your LMS first, then open the activity again. (login_required). "
+         "It said: No Moodle session."),
+        ({"error": "access_denied", "state": "x"},
+         "Your LMS denied access to gradlab. (access_denied)."),
+        ({"error": "something_new", "error_description": "<b>Course closed</b>"},
+         "Your LMS refused the launch. (something_new). It said: &lt;b&gt;Course closed&lt;/b&gt;"),
+    ],
+    ids=["login-required", "no-description", "unknown-code-escaped"],
+)  # fmt: skip
+def test_an_oidc_error_from_the_platform_is_shown_with_its_description(
+    client: Any, db: None, form: dict[str, str], said: str
+) -> None:
+    response = client.post("/lti/launch/", form)
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert said in page
+    assert "id_token" not in page
+    assert "_auth_user_id" not in client.session
