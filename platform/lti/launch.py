@@ -28,7 +28,21 @@ from lti.models import ExerciseLink, GradeTarget
 logger = logging.getLogger(__name__)
 CUSTOM_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 TARGET_LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/target_link_uri"
-TEACHING_ROLES = {ContextRole.INSTRUCTOR, ContextRole.ADMINISTRATOR, ContextRole.CONTENT_DEVELOPER}
+LIS = "http://purl.imsglobal.org/vocab/lis/v2"
+# An institution's or the LMS's administrators (a Canvas account admin, a Moodle site admin)
+# often have no membership in the course: they teach and deep link too, in the modules
+# bound to that course only.
+ADMINISTRATOR_ROLES = {
+    f"{LIS}/institution/person#Administrator",
+    f"{LIS}/system/person#Administrator",
+    f"{LIS}/system/person#SysAdmin",
+}
+TEACHING_ROLES = {
+    ContextRole.INSTRUCTOR,
+    ContextRole.ADMINISTRATOR,
+    ContextRole.CONTENT_DEVELOPER,
+    *ADMINISTRATOR_ROLES,
+}
 
 
 class LaunchRefused(Exception):

@@ -272,3 +272,32 @@ def test_an_oidc_error_from_the_platform_is_shown_with_its_description(
     assert said in page
     assert "id_token" not in page
     assert "_auth_user_id" not in client.session
+
+
+ADMINISTRATORS = [
+    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",  # Canvas, Moodle
+    "http://purl.imsglobal.org/vocab/lis/v2/system/person#SysAdmin",  # Canvas site admin
+    "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator",  # Moodle site admin
+]
+
+
+@pytest.mark.parametrize("role", ADMINISTRATORS, ids=["institution", "sysadmin", "system"])
+def test_an_administrator_with_no_course_membership_teaches_the_bound_module(
+    launch: Callable[..., Any], role: str
+) -> None:
+    from accounts.models import Enrollment
+
+    flow = launch(sub="admin-1", roles=[role])
+
+    assert flow.response.status_code == 302
+    assert Enrollment.objects.get(user__lti_users__sub="admin-1").role == "instructor"
+
+
+@pytest.mark.parametrize("role", ADMINISTRATORS[:1])
+def test_an_administrator_may_deep_link(
+    launch: Callable[..., Any], platform: FakePlatform, role: str
+) -> None:
+    flow = launch(sub="admin-1", roles=[role], **platform.deep_link_claims())
+
+    assert flow.response.status_code == 200
+    assert 'name="exercise"' in flow.response.content.decode()
