@@ -150,9 +150,11 @@ def test_an_infrastructure_fault_is_retried_then_failed_clearly_and_not_charged(
 def test_a_submission_that_reaches_for_the_harness_is_held_for_review_by_a_real_worker(
     grading_worker: Any, api: Any, alice_learner: Any, bob_instructor: Any
 ) -> None:
-    """The harness's audit hook sees the walk through gc; the platform holds the score."""
+    """The harness's audit hook sees a targeted walk through gc (what refers to an object:
+    the way to the harness's frames and records); the platform holds the score. (A plain
+    gc.get_objects(), as an honest leak check counts tensors, is not tampering.)"""
     client = api(alice_learner)
-    tampering = package_file(E2E_SLUG, "solution.py") + "\nimport gc\ngc.get_objects()\n"
+    tampering = package_file(E2E_SLUG, "solution.py") + "\nimport gc\ngc.get_referrers(gc)\n"
     created = _submit(client, tampering)
 
     body = wait_for(lambda: _finished(client, created["url"]), what="grading")
