@@ -50,3 +50,20 @@ def package_file(slug: str, path: str) -> str:
 
 def manifest(slug: str) -> dict[str, Any]:
     return tomllib.loads(package_file(slug, "exercise.toml"))
+
+
+def graded_and_saved(learner: Any, slug: str, code: str, sandbox: Any, cache: Any) -> Any:
+    """`code` graded through the real sandbox and saved by the worker's own final write
+    (_finish_graded, which PostgreSQL holds to valid text): the Submission row as saved."""
+    from common import jobs
+    from grader.engine import GradeJob, grade
+    from grader.spec import load_package
+    from submissions.models import Submission
+    from submissions.services import SUBMISSIONS, _finish_graded, submission_create
+
+    report = grade(GradeJob(package=load_package(EXERCISES / slug), code=code),
+                   sandbox=sandbox, cache=cache)  # fmt: skip
+    submission, _ = submission_create(learner=learner, exercise_slug=slug, code=code)
+    attempt = jobs.job_claim(SUBMISSIONS, job_id=submission.pk)
+    assert attempt is not None and _finish_graded(submission.pk, attempt, report)
+    return Submission.objects.get(pk=submission.pk)

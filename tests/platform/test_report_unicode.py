@@ -4,17 +4,13 @@ is not valid UTF-8): the capture's parser replaced it, nothing is retried."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-from grader.engine import GradeJob, grade
-from grader.spec import load_package
+from platform_helpers import graded_and_saved
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sandbox]
 
-EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 PRINTS_A_LONE_SURROGATE = """
 import torch
 print("printed \\ud800 alone")
@@ -28,21 +24,9 @@ z.backward()
 def test_a_report_with_a_printed_lone_surrogate_saves_on_postgresql(
     alice_learner: Any, sandbox: Any, reference_cache: Any
 ) -> None:
-    from common import jobs
-    from submissions.models import Submission
-    from submissions.services import SUBMISSIONS, _finish_graded, submission_create
+    saved = graded_and_saved(
+        alice_learner, "chain-rule", PRINTS_A_LONE_SURROGATE, sandbox, reference_cache
+    )
 
-    package = load_package(EXERCISES / "chain-rule")
-    report = grade(
-        GradeJob(package=package, code=PRINTS_A_LONE_SURROGATE),
-        sandbox=sandbox,
-        cache=reference_cache,
-    )
-    submission, _ = submission_create(
-        learner=alice_learner, exercise_slug="chain-rule", code=PRINTS_A_LONE_SURROGATE
-    )
-    attempt = jobs.job_claim(SUBMISSIONS, job_id=submission.pk)
-    assert attempt is not None and _finish_graded(submission.pk, attempt, report)
-    saved = Submission.objects.get(pk=submission.pk)
     assert "printed \ufffd alone" in saved.report["stdout"]
-    assert saved.score == report.max_score
+    assert saved.score == saved.max_score
