@@ -6,6 +6,7 @@
 # for; the Docker daemon's containers are not among them).
 #
 #   bash scripts/rehearse-fresh.sh [LOG]      # LOG: default /tmp/gradlab-rehearsal.log
+#   REV=9830d05 bash scripts/rehearse-fresh.sh   # an earlier commit (a "before" figure)
 #
 # It deletes machine-wide state (docker images gradlab-*, /opt/gradlab/sandbox-env,
 # /var/cache/gradlab, ~/.cache/gradlab): run it on a machine that is only for this.
@@ -13,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 LOG="${1:-/tmp/gradlab-rehearsal.log}"
+REV="${REV:-HEAD}"
 HOME_DIR="$(mktemp -d /tmp/gradlab-rehearsal.XXXXXX)"
 chmod 0700 "$HOME_DIR"
 CLONE="$HOME_DIR/private checkout"
@@ -27,8 +29,9 @@ if docker info >/dev/null 2>&1; then
 fi
 rm -rf /opt/gradlab/sandbox-env /var/cache/gradlab "$HOME/.cache/gradlab"
 
-say "cloning HEAD ($(git rev-parse --short HEAD)) into $CLONE"
+say "cloning $REV ($(git rev-parse --short "$REV")) into $CLONE"
 git clone -q "$PWD" "$CLONE"
+git -C "$CLONE" checkout -q --detach "$(git rev-parse "$REV")"
 
 say "running .ci/run (log: $LOG)"
 started=$(date +%s)
