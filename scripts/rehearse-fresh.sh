@@ -9,7 +9,8 @@
 #   REV=9830d05 bash scripts/rehearse-fresh.sh   # an earlier commit (a "before" figure)
 #
 # It deletes machine-wide state (docker images gradlab-*, /opt/gradlab/sandbox-env,
-# /var/cache/gradlab, ~/.cache/gradlab): run it on a machine that is only for this.
+# /var/cache/gradlab, ~/.cache/gradlab): run it on a machine that is only for this. Never
+# edit this file while it runs (bash reads a script as it goes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,8 @@ say() { echo "[rehearse] $*" >&2; }
 say "removing the project's images, build caches, mypy cache and sandbox runtime"
 if docker info >/dev/null 2>&1; then
   docker ps -aq --filter "label=gradlab.job" | xargs -r docker rm -f >/dev/null 2>&1 || true
-  docker images --format '{{.Repository}}:{{.Tag}}' | grep '^gradlab-' | xargs -r docker image rm -f >/dev/null
+  { docker images --format '{{.Repository}}:{{.Tag}}' | grep '^gradlab-' || true; } |
+    xargs -r docker image rm -f >/dev/null
   docker builder prune -af >/dev/null 2>&1 || true
 fi
 rm -rf /opt/gradlab/sandbox-env /var/cache/gradlab "$HOME/.cache/gradlab"
