@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from common.errors import RateLimited
 
 
-def window_check(
-    recent: QuerySet[Any], *, limit: int, window_s: int, now: datetime, what: str
-) -> None:
-    """Raises RateLimited (with Retry-After) when `recent`, the user's rows with a
-    `created_at` inside the last `window_s` seconds, already holds `limit` of them."""
+def window_check(rows: QuerySet[Any], *, limit: int, window_s: int, what: str) -> None:
+    """Raises RateLimited (with Retry-After) when `rows`, the user's rows that count, hold
+    `limit` with a `created_at` inside the last `window_s` seconds already."""
+    now = timezone.now()
+    recent = rows.filter(created_at__gt=now - timedelta(seconds=window_s))
     if recent.count() < limit:
         return
     oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
@@ -25,7 +26,3 @@ def window_check(
         f"Too many {what}: at most {limit} per {window_s} s. Try again in {retry_after} s.",
         retry_after=retry_after,
     )
-
-
-def since(now: datetime, window_s: int) -> datetime:
-    return now - timedelta(seconds=window_s)

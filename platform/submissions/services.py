@@ -165,12 +165,12 @@ def _replay(existing: Submission, *, exercise: Exercise, code: str) -> Submissio
 def rate_limit_check(*, learner: AnyUser) -> None:
     """At most GRADLAB_RATE_LIMIT_COUNT submissions per window, counted in the database.
     Submissions we failed to grade are not counted."""
-    window_s, now = settings.GRADLAB_RATE_LIMIT_WINDOW_SECONDS, timezone.now()
-    recent = Submission.objects.filter(
-        learner_id=learner.pk, created_at__gt=ratelimit.since(now, window_s)
-    ).exclude(status=Status.FAILED)
-    limit = settings.GRADLAB_RATE_LIMIT_COUNT
-    ratelimit.window_check(recent, limit=limit, window_s=window_s, now=now, what="submissions")
+    ratelimit.window_check(
+        Submission.objects.filter(learner_id=learner.pk).exclude(status=Status.FAILED),
+        limit=settings.GRADLAB_RATE_LIMIT_COUNT,
+        window_s=settings.GRADLAB_RATE_LIMIT_WINDOW_SECONDS,
+        what="submissions",
+    )
 
 
 def queue_for(exercise: Exercise) -> str:
