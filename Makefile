@@ -8,11 +8,10 @@ export PYTHONPATH := platform:.
 FAST_LANE := not sandbox and not docker and not browser and not worker
 # Test processes (pytest-xdist): three on the 2-core reference machine. The suite waits
 # for part of its time (workers and Chromium starting, Docker, wall clocks), and a third
-# process fills it: on 1-2 December, pytest 534-697 s in three against 661-751 s in two
-# (the same code, the host's speed varying by the hour). Three exposed races between test
+# process fills it (figures: docs/measurements.md). Three exposed races between test
 # processes that two hid (the Docker janitors of two workers, a cgroup read mid-creation,
-# a tight wall clock), each fixed. The fast lane, busy on the CPU throughout, keeps two
-# (49 s; 58 s in three). 0 runs the tests in pytest's own process (`scripts/test.sh <paths>`).
+# a tight wall clock), each fixed. The fast lane, busy on the CPU throughout, keeps two.
+# 0 runs the tests in pytest's own process (`scripts/test.sh <paths>`).
 TEST_PROCESSES ?= 3
 FAST_LANE_PROCESSES ?= 2
 
@@ -49,7 +48,7 @@ run: sandbox
 	bash scripts/run.sh
 
 # mypy's cache lives outside the checkout: a fresh clone on the same machine starts from it
-# (mypy re-checks every module whose source or dependencies changed): 18 s -> 1.6 s.
+# (mypy re-checks every module whose source or dependencies changed).
 MYPY_CACHE_DIR ?= $(HOME)/.cache/gradlab/mypy
 
 lint: setup
@@ -58,7 +57,7 @@ lint: setup
 	.venv/bin/mypy --cache-dir "$(MYPY_CACHE_DIR)" grader platform
 
 # The second pass: the platform's tests (pages, API, mastery, analytics, authoring, LTI,
-# integrations) again on `make run`'s SQLite, without the slow parts (35-48 s in two).
+# integrations) again on `make run`'s SQLite, without the slow parts.
 pytest:
 	bash scripts/test.sh -n $(TEST_PROCESSES)
 	bash scripts/test.sh --sqlite -n $(FAST_LANE_PROCESSES) tests/platform tests/lti tests/integrations tests/reliability

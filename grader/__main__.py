@@ -28,13 +28,14 @@ from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
+from grader.authoring.mutants import run_mutants, table
+from grader.authoring.scaffold import KINDS, new_package
+from grader.authoring.validation import Validation, validate_package
 from grader.cache import DEFAULT_CACHE_DIR, ReferenceCache
 from grader.engine import DEV_SEED, GradeJob, grade
-from grader.mutants import run_mutants, table
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
-from grader.scaffold import KINDS, new_package
 from grader.spec import (
     MANIFEST,
     MODULE_MANIFEST,
@@ -44,7 +45,6 @@ from grader.spec import (
     load_module,
     load_package,
 )
-from grader.validation import Validation, validate_package
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
 DEVICES = ("cpu", "cuda")

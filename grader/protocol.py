@@ -81,6 +81,73 @@ class SandboxRequest:
 
 
 @dataclass(frozen=True)
+class EnvelopeLimits:
+    """The harness's own caps of one job (the envelope's `limits`, FORMAT.md section 2):
+    the bytes of stdout kept, the elements of a tensor captured whole, and the capture's
+    size (None: the harness's default)."""
+
+    stdout_bytes: int
+    tensor_elements: int
+    result_bytes: int | None = None
+
+    def to_json(self) -> dict[str, int]:
+        raw = {"stdout_bytes": self.stdout_bytes, "tensor_elements": self.tensor_elements}
+        if self.result_bytes is not None:
+            raw["result_bytes"] = self.result_bytes
+        return raw
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One job of the harness, built once per run: the first line of its stdin
+    (`to_json`, FORMAT.md section 2). A field left None (False for `seed_by_learner`) is
+    not sent: `entry`, `seed`, `trials` are a function exercise's reference job's, `cases`
+    a function exercise's learner job's; `stand_in`, `grad_scale` and `shift` ask the
+    harness for a stand-in GPU, scaled gradient seeds and other starting values."""
+
+    kind: str  # "script" | "function"
+    mode: str  # "reference" | "learner"
+    names: tuple[str, ...]
+    files: Mapping[str, str]
+    limits: EnvelopeLimits
+    seed_by_learner: bool = False
+    entry: str | None = None
+    seed: int | None = None
+    trials: int | None = None
+    cases: tuple[Mapping[str, Any], ...] | None = None
+    stand_in: str | None = None
+    grad_scale: float | None = None
+    shift: Mapping[str, Any] | None = None
+    protocol: int = PROTOCOL_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object the harness reads (grader/harness/main.py)."""
+        raw: dict[str, Any] = {
+            "protocol": self.protocol,
+            "kind": self.kind,
+            "mode": self.mode,
+            "names": list(self.names),
+            "limits": self.limits.to_json(),
+        }
+        if self.seed_by_learner:
+            raw["seed_by_learner"] = True
+        cases = None if self.cases is None else [dict(case) for case in self.cases]
+        shift = None if self.shift is None else dict(self.shift)
+        optional = {
+            "entry": self.entry,
+            "seed": self.seed,
+            "trials": self.trials,
+            "cases": cases,
+            "stand_in": self.stand_in,
+            "grad_scale": self.grad_scale,
+            "shift": shift,
+        }
+        raw.update({key: value for key, value in optional.items() if value is not None})
+        raw["files"] = dict(self.files)
+        return raw
+
+
+@dataclass(frozen=True)
 class SandboxResult:
     status: RunStatus
     stdout: bytes

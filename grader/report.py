@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from grader import diagnose
 from grader.capture import Capture
-from grader.checks.base import Outcome
+from grader.checks.base import CheckSpec, Outcome
+from grader.checks.diagnoses.catalogue import Diagnosis, describe
 from grader.checks.integrity import capture_flags, limited
 from grader.checks.registry import run_check
 from grader.checks.runs import losses
 from grader.protocol import CheckResult, IntegrityFlag, Report
-from grader.spec import CheckSpec, Package
+from grader.spec import Package
 
 TRUNCATED = "\n[output truncated]\n"
 
@@ -52,7 +52,7 @@ def _checked(
     package: Package, learner: Capture, reference: Capture
 ) -> list[tuple[CheckResult, Outcome]]:
     extra = {
-        slug: diagnose.Diagnosis(slug, spec.title, spec.hint)
+        slug: Diagnosis(slug, spec.title, spec.hint)
         for slug, spec in package.manifest.diagnoses.items()
     }
     results = []
@@ -62,11 +62,11 @@ def _checked(
     return results
 
 
-def _result(spec: CheckSpec, outcome: Outcome, extra: dict[str, diagnose.Diagnosis]) -> CheckResult:
+def _result(spec: CheckSpec, outcome: Outcome, extra: dict[str, Diagnosis]) -> CheckResult:
     diagnosis = hint = ""
     data = dict(outcome.data)
     if not outcome.passed and not outcome.grading_error:
-        found = diagnose.describe(outcome.diagnosis or "wrong-value", extra)
+        found = describe(outcome.diagnosis or "wrong-value", extra)
         diagnosis, hint = found.slug, found.hint
         data["diagnosis_title"] = found.title
     return CheckResult(

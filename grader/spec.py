@@ -19,9 +19,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from grader.checks.options import CheckOptions, OptionContext, OptionError
+from grader.checks.base import CheckSpec
+from grader.checks.diagnoses.catalogue import DIAGNOSES
+from grader.checks.options import OptionContext, OptionError
 from grader.checks.registry import REGISTRY, parse_options
-from grader.diagnose import DIAGNOSES
 from grader.protocol import Limits
 from grader.statement import HEADING, MARKER, marker_lines, stale_section, with_checks
 
@@ -46,16 +47,6 @@ OBJECTIVE_KEYS = {"id", "title"}
 
 class PackageError(ValueError):
     """A malformed exercise package; the message names the file and the field."""
-
-
-@dataclass(frozen=True)
-class CheckSpec:
-    name: str
-    type: str
-    points: int
-    target: str | None = None
-    options: CheckOptions = field(default_factory=CheckOptions)  # the type's own dataclass
-    objectives: tuple[str, ...] = ()  # ids of the module's learning objectives it tests
 
 
 @dataclass(frozen=True)
@@ -338,7 +329,7 @@ TOP_LEVEL_KEYS = {
     "wrong",
     "alternative",
     "diagnoses",
-    "equivalent_mutant",  # read by grader.mutants (declared-equivalent auto-mutants)
+    "equivalent_mutant",  # read by grader.authoring.mutants (declared-equivalent auto-mutants)
     "seed_by_learner",
 }
 
@@ -533,7 +524,7 @@ def _known(
             if diagnosis not in known:
                 raise PackageError(
                     f"{where}: {here}.diagnosis: {diagnosis!r} is not a known diagnosis "
-                    "(grader.diagnose.DIAGNOSES or this manifest's [diagnoses])"
+                    "(grader.checks.diagnoses.catalogue.DIAGNOSES or this manifest's [diagnoses])"
                 )
         note = _text(item, "note", where, prefix=here, default="")
         result.append(KnownSolution(file=file, note=note, diagnosis=diagnosis))

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from grader.protocol import size_label
 
 if TYPE_CHECKING:
-    from grader.spec import CheckSpec, Manifest
+    from grader.checks.base import CheckSpec
+    from grader.spec import Manifest
 
 MARKER = "<!-- checks -->"
 HEADING = "What is checked"

@@ -17,7 +17,7 @@ and measures through the public API (/api/v1/):
     and its known wrong solutions): the time from the first POST to the last graded and
     gradings a minute; every verdict is checked (right ones pass, wrong ones do not);
 then, with the stack stopped, the sandbox job alone: chain-rule's solution run by the
-sandbox backend as a worker process runs it (grader.bench.sandbox_job_seconds). Prints
+sandbox backend as a worker process runs it (grader.authoring.bench.sandbox_job_seconds). Prints
 the three paths side by side and the zygote's ratios to the others.
 """
 
@@ -82,7 +82,7 @@ class PathFigures:
     graded: list[float] = field(default_factory=list)  # claimed -> graded (server)
     sandbox_run: list[float] = field(default_factory=list)  # the learner's run (report)
     read: list[float] = field(default_factory=list)  # client total - created -> graded
-    sandbox_job: list[float] = field(default_factory=list)  # grader.bench, stack stopped
+    sandbox_job: list[float] = field(default_factory=list)  # grader.authoring.bench, stack stopped
     burst: int = 0
     drain_s: float = 0.0
     verdicts: str = ""
@@ -93,7 +93,7 @@ class PathFigures:
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """The median for 0.5, else the nearest rank (as grader.bench's p95)."""
+    """The median for 0.5, else the nearest rank (as grader.authoring.bench's p95)."""
     if not values:
         return math.nan
     ordered = sorted(values)
@@ -340,7 +340,7 @@ def _log_shown_on_failure(log: Path) -> Iterator[None]:
 
 
 def _sandbox_job(path: str, runs: int) -> tuple[float, ...]:
-    from grader import bench
+    from grader.authoring import bench
     from grader.spec import load_package
 
     return bench.sandbox_job_seconds(load_package(ROOT / "exercises" / EXERCISE), path, runs)

@@ -87,9 +87,9 @@ def sandbox() -> Iterator[Any]:
     warm spare for any other job (each run still gets a fresh sandbox). The grading tests of
     tests/grader and tests/exercises share it; the cold, warm and zygote paths each keep
     their own tests in tests/sandbox."""
-    from grader.sandbox import get_backend
+    from grader.sandbox import SandboxConfig, build_backend
 
-    backend = get_backend("bubblewrap", warm=True, zygote=True)
+    backend = build_backend(SandboxConfig(warm=True, zygote=True))
     yield backend
     backend.close()
 
@@ -136,8 +136,9 @@ def catalog(db: None) -> Any:
 
 def persona(username: str, *, module_slug: str | None = None, role: str = "", **flags: Any) -> Any:
     """A user signing in with PASSWORD, enrolled in `module_slug` with `role` if given."""
-    from accounts.services import enrollment_set, user_get_or_create
+    from accounts.services import user_get_or_create
     from courses.models import Module
+    from courses.roster import enrollment_set
 
     user = user_get_or_create(username=username, password=PASSWORD)
     for name, value in flags.items():

@@ -10,7 +10,7 @@ the same checks (`read_folder`), so `load_exercises` and an upload share one cod
 the bytes on.
 
 An upload is never parsed in the calling (web) process: `read_archive` hands it to a
-bounded child (grader.bounded: memory, CPU, wall time and reply size capped, JSON only),
+bounded child (grader.authoring.bounded: memory, CPU, wall time and reply size capped, JSON only),
 which first walks the archive's structure itself, before tarfile or zipfile read anything:
 the tar stream is decompressed block by block under a cap and its 512-byte headers are
 walked (a GNU long name/link or PAX header over `header_bytes`, too many extended headers
@@ -41,7 +41,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from grader import bounded, spec
+from grader import spec
+from grader.authoring import bounded
 
 TAR_GZ = "tar.gz"
 ZIP = "zip"

@@ -1,6 +1,6 @@
 """Grading latency benchmark, stage by stage: prints figures, asserts nothing.
 
-    python -m grader.bench [--exercise chain-rule] [--runs 20] [--backend bubblewrap]
+    python -m grader.authoring.bench [--exercise chain-rule] [--runs 20] [--backend bubblewrap]
                            [--measures grade,sandbox,docker,throughput]
 
 `make bench` runs scripts/bench.py (the three sandbox paths end to end through the API),
@@ -38,15 +38,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.cache import ReferenceCache
-from grader.engine import GradeJob, grade
+from grader.engine import DEV_SEED, GradeJob, grade
 from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest
-from grader.sandbox import get_backend
+from grader.runs.base import run_envelope
+from grader.runs.learner import learner_envelope
+from grader.runs.reference import reference_capture
+from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
 from grader.sandbox.bubblewrap import BubblewrapSandbox
 from grader.sandbox.docker import DockerSandbox
 from grader.spec import Package, load_package
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = ROOT / "exercises"
 PREFERRED_EXERCISES = ("chain-rule", "first-gradient")
 DEFAULT_RUNS = 20
@@ -73,7 +76,7 @@ class Figures:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     package = load_package(EXERCISES / (args.exercise or _default_exercise()))
-    sandbox = get_backend(args.backend)
+    sandbox = build_backend(SandboxConfig(backend=args.backend))
     print(_header(package, sandbox, args))
     print(f"{'':<46}{'min ms':>10}{'median ms':>10}{'p95 ms':>10}")
     # One reference cache for every figure taken with the cache warm (the "cold" figure
@@ -126,7 +129,7 @@ def _print_docker(package: Package, cache: ReferenceCache, runs: int, device: st
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m grader.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m grader.authoring.bench", description=__doc__)
     parser.add_argument("--exercise", help="slug under exercises/ (default: chain-rule)")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--backend", default=os.environ.get("GRADLAB_SANDBOX", "bubblewrap"))
@@ -191,7 +194,7 @@ def _sandbox_figures(
     and forked by the zygote."""
     if sandbox.name == "bubblewrap":  # other backends bake their harness into the image
         with _empty_harness() as harness:
-            empty = get_backend("bubblewrap", harness_dir=harness)
+            empty = build_backend(SandboxConfig(harness_dir=harness))
             job = _empty_job(empty, device)
             yield Figures("sandbox, empty job, no torch import", _times(job, runs))
     submission = _empty_submission(sandbox, package, warm_cache, device)
@@ -316,8 +319,6 @@ def _empty_harness() -> Iterator[Path]:
 def _empty_submission(
     sandbox: Sandbox, package: Package, cache: ReferenceCache, device: str
 ) -> Callable[[], None]:
-    from grader.engine import DEV_SEED, learner_envelope, reference_capture, run_envelope
-
     reference = reference_capture(
         package, seed=DEV_SEED, device=device, sandbox=sandbox, cache=cache
     )
@@ -338,8 +339,6 @@ def sandbox_job_seconds(
     (reference captured once, not timed) by a bubblewrap backend of `path`: "cold" (a
     fresh sandbox), "warm" (a torch-loaded spare, each run given the time to have it
     ready) or "zygote" (forked by a torch-loaded zygote). scripts/bench.py prints it."""
-    from grader.engine import learner_envelope, reference_capture, run_envelope
-
     backend = BubblewrapSandbox(warm=path == "warm", zygote=path == "zygote")
     try:
         reference = reference_capture(package, seed=0, device=device, sandbox=backend, cache=None)

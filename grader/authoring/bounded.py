@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-ROOT = str(Path(__file__).resolve().parents[1])  # holds grader/; appended after the stdlib
+ROOT = str(Path(__file__).resolve().parents[2])  # holds grader/; appended after the stdlib
 OUT_OF_MEMORY = 3  # the child's exit status when it raised MemoryError
 REPLY_TOO_LARGE = 4  # ... when its reply reached RLIMIT_FSIZE (Python ignores SIGXFSZ)
 STDERR_TAIL = 2_000  # bytes of the child's stderr kept for the message
 
 _BOOT = (
     "import sys; sys.path.append(sys.argv[1]); "
-    "from grader.bounded import child_main; child_main(sys.argv[2])"
+    "from grader.authoring.bounded import child_main; child_main(sys.argv[2])"
 )
 
 

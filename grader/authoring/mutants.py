@@ -21,15 +21,10 @@ from typing import Any
 
 from grader.cache import ReferenceCache
 from grader.capture import Capture, ScalarValue, TensorValue
-from grader.engine import (
-    DEV_SEED,
-    GradeJob,
-    ScaledReference,
-    grade_with_capture,
-    reference_capture,
-    scaled_reference,
-)
+from grader.engine import DEV_SEED, GradeJob, grade_with_capture
 from grader.protocol import ExerciseError, Report
+from grader.runs.reference import reference_capture
+from grader.runs.second import ScaledReference, scaled_reference
 from grader.sandbox.base import Sandbox
 from grader.spec import MANIFEST, Package, PackageError
 

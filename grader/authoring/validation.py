@@ -1,7 +1,7 @@
 """Package validation (`python -m grader check`, the instructor page): the reference
 passes fully, the output limit fits what the statement asks (`limits_problems`), the
 starter runs, each [[wrong]] fails with its declared diagnosis, each
-[[alternative]] passes fully, and every auto-mutant of the reference (grader.mutants) is
+[[alternative]] passes fully, and every auto-mutant of the reference (grader.authoring.mutants) is
 caught unless the manifest declares it `[[equivalent_mutant]]`.
 
 The reference runs once (or comes from the cache); every other file and every mutant is
@@ -15,18 +15,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 
+from grader.authoring.mutants import MutantPlan, MutantResult, diff, judge, plan_mutants
 from grader.cache import ReferenceCache
 from grader.capture import Capture
-from grader.engine import (
-    DEV_SEED,
-    GradeJob,
-    ScaledReference,
-    grade_with_capture,
-    reference_capture,
-    scaled_reference,
-)
-from grader.mutants import MutantPlan, MutantResult, diff, judge, plan_mutants
+from grader.engine import DEV_SEED, GradeJob, grade_with_capture
 from grader.protocol import ExerciseError, Report
+from grader.runs.reference import reference_capture
+from grader.runs.second import ScaledReference, scaled_reference
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
 

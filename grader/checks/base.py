@@ -1,7 +1,7 @@
-"""What every check shares: the outcome and `each_trial`, which runs a check's
-comparison on every trial and names the failure with grader.diagnose's rules.
-Comparison lives in grader.checks.compare, display strings in grader.checks.formatting,
-typed options in grader.checks.options."""
+"""What every check shares: its manifest entry (`CheckSpec`), the outcome and
+`each_trial`, which runs a check's comparison on every trial and names the failure with
+the rules of grader.checks.diagnoses. Comparison lives in grader.checks.compare, display
+strings in grader.checks.formatting, typed options in grader.checks.options."""
 
 from __future__ import annotations
 
@@ -9,10 +9,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader import diagnose
 from grader.capture import Capture
+from grader.checks.diagnoses import catalogue, run
 from grader.checks.options import CheckOptions
 from grader.checks.trials import Trial, trials
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One `[[checks]]` table of a manifest, as grader.spec reads it."""
+
+    name: str
+    type: str
+    points: int
+    target: str | None = None
+    options: CheckOptions = field(default_factory=CheckOptions)  # the type's own dataclass
+    objectives: tuple[str, ...] = ()  # ids of the module's learning objectives it tests
 
 
 @dataclass(frozen=True)
@@ -62,12 +74,12 @@ def each_trial(
 
 
 def _named_failure(trial: Trial, outcome: Outcome, fallback: str) -> Outcome:
-    context = diagnose.context_diagnosis(trial, outcome.diagnosis)
-    if context == "wrong-value" and diagnose.accumulated_onto_stale(trial):
+    context = run.context_diagnosis(trial, outcome.diagnosis)
+    if context == "wrong-value" and run.accumulated_onto_stale(trial):
         diagnosis = "forgot-zero-grad"  # what the run did names it, over the check's default
     elif fallback and outcome.diagnosis in ("", "wrong-value"):
         diagnosis = fallback
-    elif fallback and context in diagnose.reference_error_slugs(trial):
+    elif fallback and context in run.reference_error_slugs(trial):
         diagnosis = fallback  # the error the exercise teaches: the check's subject names it
     else:
         diagnosis = context
@@ -79,7 +91,7 @@ def _named_failure(trial: Trial, outcome: Outcome, fallback: str) -> Outcome:
     if trial.visible:
         return Outcome(False, trial.label + message, diagnosis, outcome.data)
     # Values of hidden inputs are never shown: only what kind of mistake it is.
-    known = diagnose.DIAGNOSES.get(diagnosis)  # exercise-specific: its slug
+    known = catalogue.DIAGNOSES.get(diagnosis)  # exercise-specific: its slug
     title = known.title.lower() if known else diagnosis.replace("-", " ")
     message = f"{trial.label}the result is not the expected one ({title})"
     return Outcome(False, message, diagnosis, {"case": trial.index})

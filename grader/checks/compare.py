@@ -4,7 +4,7 @@ dicts, modules and exceptions.
 
 This module says WHAT differs: a `Difference` of one `Mismatch` kind, with a message
 and, for differing numbers, the numbers themselves. Which mistake that is (sign error,
-mean versus sum, forgotten zero_grad, ...) is for grader.diagnose to decide.
+mean versus sum, forgotten zero_grad, ...) is for grader.checks.diagnoses to decide.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Mismatch(enum.Enum):
 
 @dataclass(frozen=True)
 class Difference:
-    """What differs, for the learner (`message`) and for grader.diagnose (`mismatch`,
+    """What differs, for the learner (`message`) and for grader.checks.diagnoses (`mismatch`,
     and for VALUES the numbers compared whole and the tolerance they were compared at)."""
 
     mismatch: Mismatch

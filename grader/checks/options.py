@@ -30,7 +30,7 @@ class OptionError(ValueError):
 @dataclass(frozen=True)
 class OptionContext:
     """What option parsers may check against: the manifest's names and the diagnoses it
-    may use (grader.diagnose.DIAGNOSES and its own [diagnoses])."""
+    may use (grader.checks.diagnoses.catalogue.DIAGNOSES and its own [diagnoses])."""
 
     names: tuple[str, ...] = ()
     diagnoses: frozenset[str] = frozenset()
@@ -120,7 +120,7 @@ def known_diagnosis(value: Any, context: OptionContext) -> str:
     if not isinstance(value, str) or value not in context.diagnoses:
         raise _Invalid(
             f"{value!r} is not a known diagnosis "
-            "(grader.diagnose.DIAGNOSES or this manifest's [diagnoses])"
+            "(grader.checks.diagnoses.catalogue.DIAGNOSES or this manifest's [diagnoses])"
         )
     return value
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grader.capture import Capture
-from grader.checks.base import Outcome
+from grader.checks.base import CheckSpec, Outcome
 from grader.checks.options import CheckOptions, OptionContext, OptionError
 from grader.checks.runs import (
     BackwardCallsOptions,
@@ -49,10 +49,7 @@ from grader.checks.values import (
     check_value,
 )
 
-if TYPE_CHECKING:
-    from grader.spec import CheckSpec
-
-Check = Callable[[Capture, Capture, "CheckSpec"], Outcome]
+Check = Callable[[Capture, Capture, CheckSpec], Outcome]
 GRADING_ERROR = "this check could not compare your result; it is held for an instructor"
 
 

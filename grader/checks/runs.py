@@ -7,12 +7,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from grader import diagnose
 from grader.capture import BackwardCall, Capture, ListValue, Value
-from grader.checks.base import Outcome, each_trial, failed, passed
+from grader.checks.base import CheckSpec, Outcome, each_trial, failed, passed
 from grader.checks.compare import NUMBER_TOLERANCE, Tolerance, close, compare_values
+from grader.checks.diagnoses import curves, errors, run
 from grader.checks.formatting import Missing, fmt_number, show
 from grader.checks.options import (
     CheckOptions,
@@ -28,9 +27,6 @@ from grader.checks.options import (
     variants,
 )
 from grader.checks.trials import Trial
-
-if TYPE_CHECKING:
-    from grader.spec import CheckSpec
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan", re.IGNORECASE)
 PRINTED_RTOL = 1e-3  # a printed loss may be rounded to about 4 significant digits
@@ -115,14 +111,14 @@ def check_backward_calls(learner: Capture, reference: Capture, spec: CheckSpec) 
 
     def one(trial: Trial) -> Outcome:
         mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
-        if not mine and diagnose.no_backward(trial) and theirs:
-            return failed("backward() was never called", diagnose.count_slug(trial))
+        if not mine and run.no_backward(trial) and theirs:
+            return failed("backward() was never called", run.count_slug(trial))
         counted = _graded_calls(mine, theirs)
         if facts and len(counted) != len(theirs):
             message = f"{_calls_word(len(counted))}, expected {len(theirs)}"
             if len(counted) < len(mine):
                 message += f" ({len(mine) - len(counted)} reached none of the graded tensors)"
-            return failed(message, diagnose.count_slug(trial))
+            return failed(message, run.count_slug(trial))
         for fact in ("retain_graph", "gradient_given"):
             if fact not in facts:
                 continue
@@ -138,7 +134,7 @@ def check_backward_calls(learner: Capture, reference: Capture, spec: CheckSpec) 
             return failed(
                 f"{_calls_word(len(mine))} but {learner.optimizer_steps} optimizer steps: "
                 "expected one backward() per optimizer.step()",
-                diagnose.steps_slug(learner.optimizer_steps),
+                curves.steps_slug(learner.optimizer_steps),
             )
         if steps_match and not facts:
             return passed(f"one backward call per optimizer step ({len(mine)} steps)")
@@ -201,7 +197,7 @@ def _history_difference(trial: Trial, target: str, tolerance: Tolerance) -> tupl
     for index, want_call in enumerate(theirs):
         if index >= len(mine):
             message = f"{_calls_word(len(mine))}, expected {len(theirs)}"
-            return message, diagnose.count_slug(trial)
+            return message, run.count_slug(trial)
         got = mine[index].grads_after.get(target)
         want = want_call.grads_after.get(target)
         if want is not None and got is None:
@@ -211,10 +207,10 @@ def _history_difference(trial: Trial, target: str, tolerance: Tolerance) -> tupl
             return message, "graph-broken"
         diff = compare_values(got, want, tolerance)
         if diff is not None:
-            slug = diagnose.history_slug(diff, trial, target)
+            slug = run.history_slug(diff, trial, target)
             return f"after backward call {index + 1}: {target}.grad {diff.message}", slug
     if len(mine) > len(theirs):
-        return f"{_calls_word(len(mine))}, expected {len(theirs)}", diagnose.count_slug(trial)
+        return f"{_calls_word(len(mine))}, expected {len(theirs)}", run.count_slug(trial)
     return None
 
 
@@ -250,36 +246,36 @@ def _pointwise(
         return failed(
             f"{len(mine)} losses recorded, expected {len(theirs)}: got {_shown(mine)}, "
             f"expected {_shown(theirs)}",
-            diagnose.pointwise_curve_slug(mine, trial) if mine else "wrong-value",
+            curves.pointwise_curve_slug(mine, trial) if mine else "wrong-value",
         )
     for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
         if not close(a, b, rtol, atol):
             return failed(
                 f"step {index + 1}: loss {fmt_number(a)}, expected {fmt_number(b)}; "
                 f"got {_shown(mine)}, expected {_shown(theirs)}",
-                diagnose.pointwise_curve_slug(mine, trial),
+                curves.pointwise_curve_slug(mine, trial),
             )
     return passed(f"the loss curve matches the reference ({len(mine)} steps)")
 
 
 def _properties(mine: list[float], options: LossCurveOptions, trial: Trial) -> Outcome:
     if not mine:
-        slug = "no-backward" if diagnose.no_backward(trial) else "loss-flat"
+        slug = "no-backward" if run.no_backward(trial) else "loss-flat"
         return failed("no loss was recorded: no backward() on a scalar loss ran", slug)
     min_steps, max_steps = options.min_steps, options.max_steps
     if min_steps is not None and len(mine) < min_steps:
         return failed(f"{len(mine)} training steps, expected at least {min_steps}")
     if max_steps is not None and len(mine) > max_steps:
         return failed(f"{len(mine)} training steps, expected at most {max_steps}")
-    if options.falls and diagnose.curve_slug(mine) is not None:
-        slug = diagnose.properties_curve_slug(mine, trial, falls=True)
+    if options.falls and curves.curve_slug(mine) is not None:
+        slug = curves.properties_curve_slug(mine, trial, falls=True)
         return failed(f"the loss does not fall: {_shown(mine)}", slug)
     below = options.final_below
     if below is not None and not mine[-1] < below:
         return failed(
             f"the final loss {fmt_number(mine[-1])} is not below {fmt_number(below)}: "
             f"{_shown(mine)}",
-            diagnose.properties_curve_slug(mine, trial, falls=False),
+            curves.properties_curve_slug(mine, trial, falls=False),
         )
     return passed(f"the loss curve has the expected properties: {_shown(mine)}")
 
@@ -290,7 +286,7 @@ def check_fresh_grads(learner: Capture, reference: Capture, spec: CheckSpec) -> 
 
     def one(trial: Trial) -> Outcome:
         for index, call in enumerate(trial.ok_learner_calls):
-            stale = diagnose.stale_names(call, names)
+            stale = run.stale_names(call, names)
             if stale:
                 return failed(
                     f"before backward call {index + 1}, {stale[0]}.grad still held "
@@ -383,7 +379,7 @@ def check_no_error(learner: Capture, reference: Capture, spec: CheckSpec) -> Out
     if learner.exception is not None and reference.exception is None:
         error = learner.exception
         where = f" (line {error.line})" if error.line else ""
-        slug = diagnose.error_slug(error.message) or "crashed"
+        slug = errors.error_slug(error.message) or "crashed"
         return failed(f"your code raised {error.type}{where}: {error.message}", slug)
 
     def one(trial: Trial) -> Outcome:

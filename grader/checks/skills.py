@@ -7,16 +7,12 @@ recorder saw in a script run."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from grader.capture import Capture, DictValue, ScalarValue, TensorValue, Value
-from grader.checks.base import Outcome, each_trial, failed, passed
+from grader.checks.base import CheckSpec, Outcome, each_trial, failed, passed
 from grader.checks.formatting import Missing, kind_name
 from grader.checks.options import CheckOptions, one_of, option, options_of
 from grader.checks.trials import Trial
-
-if TYPE_CHECKING:
-    from grader.spec import CheckSpec
 
 WATCH_KEY = "@watch"
 PHASES = ("call", "backward")

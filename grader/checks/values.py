@@ -4,9 +4,7 @@ its typed options."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from grader import diagnose
 from grader.capture import (
     Capture,
     DictValue,
@@ -16,8 +14,9 @@ from grader.capture import (
     TensorValue,
     Value,
 )
-from grader.checks.base import Outcome, each_trial, failed, passed
+from grader.checks.base import CheckSpec, Outcome, each_trial, failed, passed
 from grader.checks.compare import Tolerance, compare_tensors, compare_values, normalise
+from grader.checks.diagnoses import differences, errors, provenance, run
 from grader.checks.formatting import Missing, kind_name, show
 from grader.checks.options import (
     CheckOptions,
@@ -30,9 +29,6 @@ from grader.checks.options import (
     variants,
 )
 from grader.checks.trials import Trial
-
-if TYPE_CHECKING:
-    from grader.spec import CheckSpec
 
 GRAPH_FACTS = ("requires_grad", "is_leaf", "grad_fn")
 
@@ -96,7 +92,7 @@ def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         if isinstance(got, Missing):
             return failed(f"{target} is not defined", "missing-name")
         diff = compare_values(got, want, tolerance)
-        edited = diagnose.params_edited(trial, target, learner_source(trial, target, options))
+        edited = provenance.params_edited(trial, target, learner_source(trial, target, options))
         if diff is None and edited:
             return failed(
                 f"{target} has the expected value, but not the one the last optimizer step "
@@ -108,12 +104,12 @@ def check_value(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         pair = _pair(target, got, want)
         if edited:
             return failed(f"{target}: {diff.message}", "params-edited", **pair)
-        if diagnose.copied_too_early(trial, got, tolerance):
+        if run.copied_too_early(trial, got, tolerance):
             return failed(f"{target}: {diff.message}", "copied-too-early", **pair)
         for slug, key in _present(options.variants, trial):
             if compare_values(got, trial.want(key), tolerance) is None:
                 return failed(f"{target}: {diff.message}", slug, **pair)
-        slug = diagnose.difference_slug(diff, accumulated=diagnose.accumulated(trial))
+        slug = differences.difference_slug(diff, accumulated=run.accumulated(trial))
         return failed(f"{target}: {diff.message}", slug, **pair)
 
     return each_trial(learner, reference, one, f"{target} is correct", options)
@@ -156,14 +152,14 @@ def _grad_difference(
             return None
         return GradFinding(f"{label}.grad is {show(mine)}, expected None", "wrong-value")
     if mine is None:
-        slug = diagnose.missing_grad_slug(got, trial, name, param)
+        slug = run.missing_grad_slug(got, trial, name, param)
         return GradFinding(f"{label}.grad is None, expected {show(theirs)}", slug)
     diff = compare_tensors(mine, theirs, tolerance)
     if diff is None:
         return None
-    slug = diagnose.difference_slug(diff, accumulated=diagnose.accumulated(trial))
-    if diagnose.is_cleared(mine) and not diagnose.is_cleared(theirs):
-        cleared = diagnose.missing_grad_slug(got, trial, name, param)
+    slug = differences.difference_slug(diff, accumulated=run.accumulated(trial))
+    if provenance.is_cleared(mine) and not provenance.is_cleared(theirs):
+        cleared = run.missing_grad_slug(got, trial, name, param)
         slug = cleared if cleared == "grad-cleared" else slug
     return GradFinding(f"{label}.grad: {diff.message}", slug)
 
@@ -216,9 +212,9 @@ def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome
     def one(trial: Trial) -> Outcome:
         got, want = learner_value(trial, target, options), trial.want(target)
         diff = _grads_difference(got, want, target, tolerance, trial)
-        overwritten = diagnose.grad_overwritten(trial, target)
+        overwritten = provenance.grad_overwritten(trial, target)
         if diff is None:
-            if diagnose.grad_written_by_hand(trial, _has_grads(want)):
+            if run.grad_written_by_hand(trial, _has_grads(want)):
                 return failed(
                     f"{target}.grad has the expected value but no backward() ran", "hard-coded"
                 )
@@ -228,7 +224,7 @@ def check_grad(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome
                     "backward() left there: it was written or changed by hand afterwards",
                     "hard-coded",
                 )
-            if diagnose.grad_from_other_root(trial, target):
+            if run.grad_from_other_root(trial, target):
                 return failed(
                     f"{target}.grad has the expected value, but the backward call that "
                     "filled it started from another tensor than the one the exercise "
@@ -264,7 +260,7 @@ def check_graph(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcom
         details = "; ".join(
             f"{target}.{f} is {getattr(got, f)}, expected {getattr(want, f)}" for f in wrong
         )
-        return failed(details, diagnose.graph_facts_slug(got, want))
+        return failed(details, run.graph_facts_slug(got, want))
 
     return each_trial(learner, reference, one, f"{target}'s graph facts are correct", options)
 
@@ -289,7 +285,7 @@ def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outc
         if mine is None:
             return failed(f"{target} holds {kind_name(got)}, expected a message", "wrong-type")
         if normalise(theirs or "") in normalise(mine):
-            if diagnose.typed_error_message(theirs or "", trial):
+            if errors.typed_error_message(theirs or "", trial):
                 return failed(
                     f"{target} holds the expected message, but your code never hit an error "
                     "with that message: it was typed in, not caught",
@@ -298,7 +294,7 @@ def check_message(learner: Capture, reference: Capture, spec: CheckSpec) -> Outc
             return passed(f"{target} holds the expected message")
         return failed(
             f"{target} is {mine!r}, expected a message containing {theirs!r}",
-            diagnose.message_slug(mine, theirs or ""),
+            errors.message_slug(mine, theirs or ""),
         )
 
     return each_trial(learner, reference, one, f"{target} holds the expected message", options)

@@ -1,6 +1,8 @@
-"""How a sandbox backend is configured: one plain record, built from Django settings by the
-platform (platform/submissions/grading.py) or from the environment by the command line
-(`SandboxConfig.from_environ`). The backends themselves read no environment variable.
+"""How a sandbox backend is configured: one plain record, read from the environment
+(`SandboxConfig.from_environ`: the only place the variables below and their defaults are
+named) by the platform's settings (GRADLAB_SANDBOX_CONFIG, platform/config/settings/base.py)
+and by the command line; `build_backend(config)` builds the backend it describes. The
+backends themselves read no environment variable.
 
     variable                     field          meaning
     GRADLAB_SANDBOX              backend        bubblewrap | docker
@@ -126,11 +128,6 @@ def build_backend(config: SandboxConfig) -> Sandbox:
         zygote=config.zygote,
         zygote_jobs=config.zygote_jobs,
     )
-
-
-def backend_from_environ(environ: Mapping[str, str] | None = None) -> Sandbox:
-    """The backend the environment describes: for the command line (python -m grader)."""
-    return build_backend(SandboxConfig.from_environ(environ))
 
 
 def _count(name: str, raw: str) -> int:

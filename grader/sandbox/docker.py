@@ -3,7 +3,8 @@ section 2), started through the Docker Engine API (Docker SDK for Python).
 
 One job:
 
-    create   every limit explicit (no network, read-only root, size-capped /tmp tmpfs,
+    create   every limit explicit (no network, read-only root, size-capped /tmp tmpfs
+             (the only writable place: /dev/shm and /dev/mqueue empty and read-only),
              memory == memory+swap, pids, CPU quota, rlimits, no capabilities, no new
              privileges, gradlab's seccomp profile (syscalls.py: Docker's default plus
              the extra denials), non-root user, minimal environment, capped logs, labels
@@ -68,7 +69,10 @@ IMAGE_LABEL_TORCH = "org.gradlab.torch"
 # How a container is run beyond grader.protocol.Limits and grader.sandbox.common.
 LOG_MAX_SIZE = "1m"  # the engine's own copy of the output (json-file), capped
 LOG_MAX_FILES = "1"
-SHM_MB = 16
+# /dev/shm and /dev/mqueue (Docker's, mode 1777) as empty read-only tmpfs: /tmp is a job's
+# only writable place, as in bubblewrap; its POSIX queues and SysV IPC are its ipc namespace's
+SEALED_TMPFS = "ro,nosuid,nodev,noexec,size=4k,mode=1777"
+SEALED_PATHS = ("/dev/shm", "/dev/mqueue")
 OOM_SCORE_ADJ = 1000  # under host memory pressure, sandboxes die before anything else
 DEADLINE_GRACE_S = 60.0  # creation + wall limit + this = when the janitor may remove it
 ENGINE_TIMEOUT_S = 60  # one Engine API call
@@ -316,9 +320,9 @@ class DockerSandbox:
         options: dict[str, Any] = {
             **self.base_host_config(),
             "tmpfs": {
-                common.SANDBOX_WORKDIR: f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"
+                common.SANDBOX_WORKDIR: f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777",
+                **sealed_tmpfs(),
             },
-            "shm_size": f"{SHM_MB}m",
             "mem_limit": memory,
             "memswap_limit": memory,  # equal: no swap
             "pids_limit": limits.pids,
@@ -523,6 +527,12 @@ def _forked_result(forked: zygotes.ForkedRun, limits: Limits) -> SandboxResult:
         duration_s=outcome.duration_s,
         message=message,
     )
+
+
+def sealed_tmpfs() -> dict[str, str]:
+    """The tmpfs options that make /dev/shm and /dev/mqueue empty and read-only (a mount
+    of ours there replaces Docker's own)."""
+    return dict.fromkeys(SEALED_PATHS, SEALED_TMPFS)
 
 
 def _ulimits(limits: Limits) -> list[Any]:

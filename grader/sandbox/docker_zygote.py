@@ -55,7 +55,6 @@ CONTROL_NAME = "control"
 CONNECT_TIMEOUT_S = 120.0  # the container's start on a loaded host
 CONNECT_POLL_S = 0.5
 ZYGOTE_TMPFS = "rw,nosuid,nodev,noexec,size=1m,mode=1777"  # each job mounts its own /tmp
-ZYGOTE_SHM_MB = 1  # each job mounts its own /dev/shm
 LOG_TAIL_LINES = 40
 
 
@@ -144,8 +143,8 @@ def container_config(
     memory = f"{limits.memory_bytes // common.MIB}m"
     options = {
         **sandbox.base_host_config(),
-        "tmpfs": {common.SANDBOX_WORKDIR: ZYGOTE_TMPFS},
-        "shm_size": f"{ZYGOTE_SHM_MB}m",
+        # each job mounts its own /tmp, /dev/shm and /dev/mqueue over these
+        "tmpfs": {common.SANDBOX_WORKDIR: ZYGOTE_TMPFS, **docker.sealed_tmpfs()},
         "mem_limit": memory,
         "memswap_limit": memory,
         "pids_limit": limits.pids,

@@ -26,6 +26,26 @@ Nothing of a job passes through the zygote: its input and output go through the 
 own pipes, which the zygote holds only between receiving them and forking. The zygote is
 replaced when it has died, after `max_jobs` jobs, and when the published harness or the
 runtime (the bubblewrap runtime, the Docker image) changes (ZygoteIdentity, ZygoteSlot).
+
+Nothing a job writes outlives it: /tmp is its only writable place (its own tmpfs), its
+/dev/shm and /dev/mqueue (a Docker container has one) are empty read-only tmpfs, and its
+SysV IPC and POSIX message queues are those of its own ipc namespace
+(tests/sandbox/test_cross_job_isolation.py, every backend).
+
+Hash secret and address layout: a fork inherits both, so every job of one zygote has the
+zygote's str/bytes hash secret and its address layout (libraries, heap, stack; fresh
+mappings land where a sibling job's did), shared by at most `max_jobs` jobs. CPython cannot
+change its hash secret once it has hashed anything (cached hashes, interned strings and
+every dict would disagree), and only an exec re-randomises a layout, which means importing
+torch again: a cold sandbox's cost. Measured on the 2-core test host, loaded (an empty
+job, the real harness): median 9.9 s per job cold, 0.26 s forked by the zygote; a zygote's
+start (what a fresh zygote generation per job, started ahead in the background, would
+cost each job in CPU, its latency hidden) 7-8 s, against 50-80 ms per forked empty raw job.
+Neither value tells a job anything of another: each job can read its own (hash(),
+/proc/self/maps), no job can reach another's memory or the zygote's (own user and pid
+namespaces, non-dumpable, no ptrace or process_vm_* in the filter), and the worker, which
+reads a job's output, is no fork of the zygote. A deployment that wants both fresh per
+job runs without the zygote.
 """
 
 from __future__ import annotations

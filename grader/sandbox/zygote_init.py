@@ -27,11 +27,14 @@ may fork it ahead of its job: its harness then waits on stdin until the job come
              the link (the worker learns its host pid from SCM_CREDENTIALS and moves it
              into the job's cgroups meanwhile); unshares user, mount, pid, ipc, net and
              uts namespaces (uid and gid mapped to themselves, setgroups denied); makes
-             / private, mounts a fresh size-capped /tmp and a fresh read-only /dev/shm;
-             sets the rlimits; waits for "J" (it is then in the job's cgroups, which
-             every process of the job inherits); forks the job's init; holds only the
-             link; says "1" when the init reports its set-up done, then "S" and the
-             init's exit status (4 bytes, big endian) when it ends.
+             / private, mounts a fresh size-capped /tmp and a fresh read-only /dev/shm
+             and /dev/mqueue (where there is one: a Docker container's, mode 1777,
+             would be every job's; the job's own POSIX queues and SysV IPC are its
+             ipc namespace's); sets the rlimits; waits for "J" (it is then in the
+             job's cgroups, which every process of the job inherits); forks the job's
+             init; holds only the link; says "1" when the init reports its set-up
+             done, then "S" and the init's exit status (4 bytes, big endian) when it
+             ends.
     init     pid 1 of the new pid namespace: mounts a fresh /proc; forbids further user
              namespaces (user.max_user_namespaces = 0 in its namespace); drops every
              capability (bounding, ambient, effective, permitted, inheritable); sets
@@ -80,6 +83,7 @@ MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_COLLAPSE = 14, 15, 25
 HUGE_PAGE = 2 << 20
 SHM_BYTES = 4096  # read-only, as in a cold sandbox (its /dev is read-only)
+SEALED = ("/dev/shm", "/dev/mqueue")  # each an empty read-only tmpfs per job, where it exists
 
 HARNESS_DIR = "/harness"
 HARNESS_MAIN = f"{HARNESS_DIR}/main.py"
@@ -356,7 +360,7 @@ def say(message: bytes) -> None:
 
 
 def isolate(header: dict) -> None:
-    """Fresh namespaces, /tmp and /dev/shm, and the job's rlimits."""
+    """Fresh namespaces, /tmp, /dev/shm and /dev/mqueue, and the job's rlimits."""
     uid, gid = os.getuid(), os.getgid()
     check(libc.unshare(NAMESPACES), "unshare")
     # Its own /proc files are root's while it is non-dumpable (no job code can see this
@@ -369,8 +373,10 @@ def isolate(header: dict) -> None:
     mount(None, "/", None, MS_REC | MS_PRIVATE, None)
     size = int(header["tmpfs_bytes"])
     mount("tmpfs", WORKDIR, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
-    shm_flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
-    mount("tmpfs", "/dev/shm", "tmpfs", shm_flags, f"size={SHM_BYTES},mode=1777")
+    sealed_flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
+    for path in SEALED:
+        if os.path.isdir(path):
+            mount("tmpfs", path, "tmpfs", sealed_flags, f"size={SHM_BYTES},mode=1777")
     for number, soft, hard in header["rlimits"]:
         resource.setrlimit(int(number), (int(soft), int(hard)))
 

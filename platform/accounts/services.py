@@ -1,14 +1,10 @@
-"""Writes for accounts: users, course roles, API tokens."""
+"""Writes for accounts: users and API tokens (course roles: courses.roster)."""
 
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 from rest_framework.authtoken.models import Token
-
-from accounts.models import Enrollment
-from courses.models import Module
 
 
 def user_get_or_create(*, username: str, password: str | None = None) -> AbstractBaseUser:
@@ -20,18 +16,6 @@ def user_get_or_create(*, username: str, password: str | None = None) -> Abstrac
         user.set_unusable_password()
         user.save(update_fields=["password"])
     return user
-
-
-def enrollment_set(*, user: AbstractBaseUser, module: Module, role: str) -> Enrollment:
-    enrollment, _ = Enrollment.objects.update_or_create(
-        user=user, module=module, defaults={"role": role}
-    )
-    return enrollment
-
-
-def enrollment_set_all_modules(*, user: AbstractBaseUser, role: str) -> list[Enrollment]:
-    with transaction.atomic():
-        return [enrollment_set(user=user, module=m, role=role) for m in Module.objects.all()]
 
 
 def token_issue(*, user: AbstractBaseUser) -> str:

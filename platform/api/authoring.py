@@ -1,7 +1,7 @@
 """The authoring API (/api/v1/authoring/): modules and exercises for their instructors'
 personal tokens (course tokens are refused: no view here declares a scope). Reviewers read,
 validate and download; instructors also create, save, upload and publish. Each view starts
-with the access-checked getter of accounts.selectors and calls courses.authoring."""
+with the access-checked getter of courses.access and calls authoring.services."""
 
 from __future__ import annotations
 
@@ -24,18 +24,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Enrollment
-from accounts.selectors import (
+from authoring import services as authoring
+from common.errors import InvalidInput, NotFound
+from courses.access import (
     module_get_reviewed,
     module_get_taught,
     modules_reviewed_by,
     modules_taught_by,
 )
-from common.errors import InvalidInput, NotFound
-from courses import authoring
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.selectors import module_objectives
 from courses.services import module_export
-from grader import archive, scaffold
+from grader.authoring import archive, scaffold
 
 ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/zip")
 FORMAT_PARAMETER = OpenApiParameter(  # not `format`: DRF reads that for its renderers

@@ -1,6 +1,6 @@
 """Mastery of a module's learning objectives (submissions.mastery holds the definition):
 a learner's own, one learner's for the module's instructors, the class's. The access rule is
-accounts.selectors' as everywhere: a learner reads the modules they are enrolled in (404
+courses.access' as everywhere: a learner reads the modules they are enrolled in (404
 otherwise), the module's instructors and staff read its learners' (403 for anyone else).
 Course tokens are refused (no scope is declared here)."""
 
@@ -15,8 +15,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.selectors import module_get_taught, module_member_get
 from common.errors import NotFound
+from courses.access import module_get_taught, module_member_get
 from courses.models import Module
 from courses.selectors import module_get, modules_visible_to
 from submissions import mastery

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from celery import current_app
 from django.db import models, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
@@ -73,13 +74,18 @@ def job_queued_until(kind: JobKind[Any], *, now: datetime | None = None) -> date
     return (now or timezone.now()) + timedelta(seconds=kind.queued_lease_seconds())
 
 
+def task_send(task_name: str, *, args: list[Any], queue: str, countdown: float = 0) -> None:
+    """Sends the Celery task `task_name`: the one way a task is sent, by its name, so that
+    the sender imports nothing of the app that runs it (with Django, Celery's current app
+    is config.celery_app's, in every thread). Raises what the broker raises."""
+    current_app.send_task(task_name, args=args, queue=queue, countdown=countdown)
+
+
 def job_enqueue(kind: JobKind[Any], *, job_id: int, queue: str, countdown: float = 0) -> bool:
     """Sends the row's task. Call it only once the row is committed (see
     job_enqueue_on_commit). A broker failure is logged, not raised: the sweep resends."""
-    from config.celery_app import app
-
     try:
-        app.send_task(kind.task_name, args=[job_id], queue=queue, countdown=countdown)
+        task_send(kind.task_name, args=[job_id], queue=queue, countdown=countdown)
     except Exception:
         logger.exception("could not enqueue %s %s; the next sweep resends it", kind.name, job_id)
         _expire_queued_lease(kind, job_id)

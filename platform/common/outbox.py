@@ -28,7 +28,8 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
-from django.utils.module_loading import import_string
+
+from common.jobs import task_send
 
 logger = logging.getLogger(__name__)
 
@@ -76,12 +77,12 @@ class Answer:
 
 @dataclass(frozen=True)
 class Outbox(Generic[Row]):
-    """One kind of outbox row: its model, its Celery task (dotted path, called with the
-    row's id), its worker lock and its sweep grace (callables: read from settings at use)."""
+    """One kind of outbox row: its model, its Celery task (by name, called with the row's
+    id), its worker lock and its sweep grace (callables: read from settings at use)."""
 
     name: str  # in log lines: "webhook delivery 12 ..."
     model: type[Row]
-    task_path: str
+    task_name: str
     lock_seconds: Callable[[], float]
     sweep_grace_seconds: Callable[[], float]
 
@@ -91,8 +92,8 @@ class Outbox(Generic[Row]):
     def enqueue(self, row_id: int, *, countdown: float = 0) -> bool:
         """Sends the row's task; a broker failure is logged, and the sweep sends it later."""
         try:
-            import_string(self.task_path).apply_async(
-                args=[row_id], queue=settings.GRADLAB_QUEUE_CPU, countdown=countdown
+            task_send(
+                self.task_name, args=[row_id], queue=settings.GRADLAB_QUEUE_CPU, countdown=countdown
             )
         except Exception:
             logger.exception("could not enqueue %s %s; the sweep will", self.name, row_id)

@@ -14,6 +14,9 @@ import threading
 from typing import Any
 
 from celery import Celery, signals
+from django.conf import settings
+
+from common.logs import bind, clear, install_worker_logging
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 
@@ -27,18 +30,16 @@ def _prepare_sandbox(**kwargs: object) -> None:
     """Each worker process starts its sandbox backend's zygote (GRADLAB_SANDBOX_ZYGOTE) in
     the background, so that its first job does not wait for torch's import (a process
     must finish its init within seconds: the zygote may take longer)."""
-    from django.conf import settings
-
     if not settings.GRADLAB_SANDBOX_ZYGOTE:  # either backend: bubblewrap, or Docker
         return
     threading.Thread(target=_start_zygote, name="gradlab-zygote-start", daemon=True).start()
 
 
 def _start_zygote() -> None:
-    from submissions import grading
+    from grading import bridge
 
     try:
-        grading.sandbox().prepare()
+        bridge.sandbox().prepare()
     except Exception:  # the first job tries again, and reports what fails
         logging.getLogger(__name__).exception("cannot start the sandbox's zygote")
 
@@ -54,27 +55,19 @@ def _refuse_work_loss(**kwargs: object) -> None:
 @signals.after_setup_logger.connect
 @signals.after_setup_task_logger.connect
 def _job_ids_on_log_lines(logger: logging.Logger, **kwargs: object) -> None:
-    """Celery's handlers carry the job's ids, in settings.LOG_FORMAT (ops.logs)."""
-    from django.conf import settings
-
-    from ops.logs import install_worker_logging
-
+    """Celery's handlers carry the job's ids, in settings.LOG_FORMAT (common.logs)."""
     install_worker_logging(logger, settings.LOG_FORMAT)
 
 
 @signals.task_prerun.connect
 def _bind_task(task_id: str, task: Any, **kwargs: object) -> None:
-    """Every line a task logs carries its Celery task id and name (ops.logs)."""
-    from ops.logs import bind, clear
-
+    """Every line a task logs carries its Celery task id and name (common.logs)."""
     clear()
     bind(task_id=task_id, task=task.name)
 
 
 @signals.task_postrun.connect
 def _unbind_task(**kwargs: object) -> None:
-    from ops.logs import clear
-
     clear()
 
 

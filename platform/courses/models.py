@@ -118,7 +118,7 @@ class ExerciseJob(models.Model):
     """An instructor job: an exercise's validation or regrade, run by a Celery worker.
 
     Both run many sandboxes (seconds to minutes), so they never run inside a web request:
-    the page creates the row, a worker runs it (courses.tasks) through the same claim,
+    the page creates the row, a worker runs it (authoring.tasks) through the same claim,
     lease and sweep as grading (common.jobs), and the page shows its state and outcome.
     The row is the source of truth; the outcome is plain JSON.
     """

@@ -74,6 +74,19 @@ def module_members(*, module: Module) -> QuerySet[Enrollment]:
     )
 
 
+def enrollment_set(*, user: AbstractBaseUser, module: Module, role: str) -> Enrollment:
+    """The user's role in `module`, set as is (no last-instructor check: seeding, fixtures)."""
+    enrollment, _ = Enrollment.objects.update_or_create(
+        user=user, module=module, defaults={"role": role}
+    )
+    return enrollment
+
+
+def enrollment_set_all_modules(*, user: AbstractBaseUser, role: str) -> list[Enrollment]:
+    with transaction.atomic():
+        return [enrollment_set(user=user, module=m, role=role) for m in Module.objects.all()]
+
+
 def module_member_set(
     *, module: Module, username: str, role: str, create: bool = False, email: str = ""
 ) -> Membership:

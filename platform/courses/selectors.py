@@ -1,6 +1,6 @@
 """Reads of the catalog. `exercise_list` is every published exercise (its current version
 public, not unpublished, released); a learner reads those of the modules they are
-enrolled in (`exercises_visible_to`, the access rule of accounts.selectors)."""
+enrolled in (`exercises_visible_to`, the access rule of courses.access)."""
 
 from __future__ import annotations
 

@@ -6,5 +6,9 @@ class IntegrationsConfig(AppConfig):
     verbose_name = "Integrations: course API tokens, idempotency keys, webhooks"
 
     def ready(self) -> None:
-        # Registers the OpenAPI description of the Bearer scheme with drf-spectacular.
-        from integrations import schema  # noqa: F401
+        # Imported once the apps are loaded (models): the OpenAPI description of the Bearer
+        # scheme registers with drf-spectacular, the webhooks receive graded submissions.
+        from integrations import events, schema  # noqa: F401
+        from submissions.signals import graded
+
+        graded.connect(events.submission_graded, dispatch_uid="integrations.events")

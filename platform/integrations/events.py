@@ -1,7 +1,9 @@
-"""What the rest of the platform calls when something happens that integrations forward.
-Called inside the transaction that makes the event: the outbox rows commit with it."""
+"""The course's webhooks of what happens to submissions: receivers of submissions.signals,
+sent inside the transaction that makes the event (the outbox rows commit with it)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.utils import timezone
 
@@ -9,13 +11,10 @@ from integrations import webhooks
 from submissions.models import Submission
 
 
-def submission_graded(*, submission_id: int) -> None:
-    """A submission got a (new) grade: tell the course's webhooks and, for a learner
-    launched from an LMS, post the score to its gradebook (lti.passback). Part of every
-    grading's transaction: the submission is loaded in full only when an endpoint wants
-    the event (a course without webhooks costs one narrow query)."""
-    from lti.passback import scores_record
-
+def submission_graded(sender: Any, *, submission_id: int, **kwargs: Any) -> None:
+    """A submission got a (new) grade (submissions.signals.graded): tell the course's
+    webhooks. Part of every grading's transaction: the submission is loaded in full only
+    when an endpoint wants the event (a course without webhooks costs one narrow query)."""
     module_id = Submission.objects.values_list("exercise__module_id", flat=True).get(
         pk=submission_id
     )
@@ -24,7 +23,6 @@ def submission_graded(*, submission_id: int) -> None:
         event_type=webhooks.SUBMISSION_GRADED,
         payload=lambda: webhooks.submission_graded_payload(_graded(submission_id), timezone.now()),
     )
-    scores_record(submission_id=submission_id)
 
 
 def _graded(submission_id: int) -> Submission:

@@ -12,8 +12,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.selectors import modules_taught_by
 from common.errors import InvalidInput, NotFound
+from courses.access import modules_taught_by
 from courses.models import Module
 from integrations.models import CourseToken
 

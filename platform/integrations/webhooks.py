@@ -51,7 +51,7 @@ Status = WebhookDelivery.Status
 OUTBOX = Outbox(
     name="webhook delivery",
     model=WebhookDelivery,
-    task_path="integrations.tasks.deliver_webhook",
+    task_name="gradlab.deliver_webhook",
     lock_seconds=lambda: settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS * 3,
     sweep_grace_seconds=lambda: settings.GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS,
 )

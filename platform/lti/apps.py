@@ -5,3 +5,10 @@ class LtiConfig(AppConfig):
     name = "lti"
     label = "gradlab_lti"
     verbose_name = "LTI 1.3 tool: launches, keys, grade passback"
+
+    def ready(self) -> None:
+        # Imported once the apps are loaded (models): LMS score posts of graded submissions.
+        from lti import passback
+        from submissions.signals import graded
+
+        graded.connect(passback.submission_graded, dispatch_uid="lti.passback")

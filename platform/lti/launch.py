@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from lti_tool.lti_core.constants import ContextRole
@@ -19,6 +20,7 @@ from lti_tool.lti_core.utils import normalize_role
 from lti_tool.models import LtiLaunch
 
 from accounts.models import Enrollment
+from common.jobs import task_send
 from courses.models import Exercise
 from courses.selectors import exercise_list
 from lti.bindings import UNBOUND, modules_of_launch
@@ -180,11 +182,7 @@ def _link(lti_launch: LtiLaunch, exercise: Exercise) -> ExerciseLink:
 
 
 def roster_enqueue(*, context_id: int) -> None:
-    from django.conf import settings
-
-    from lti.tasks import sync_roster
-
     try:
-        sync_roster.apply_async(args=[context_id], queue=settings.GRADLAB_QUEUE_CPU)
+        task_send("gradlab.lti_sync_roster", args=[context_id], queue=settings.GRADLAB_QUEUE_CPU)
     except Exception:
         logger.exception("could not enqueue the roster sync of LTI context %s", context_id)

@@ -21,6 +21,7 @@ from django.utils.dateparse import parse_datetime
 from lti_tool.models import LtiRegistration
 from pylti1p3.exception import LtiServiceException
 
+from common.jobs import task_send
 from lti.compat import ServiceConnector, registration_of
 from lti.models import ExerciseLink
 
@@ -137,9 +138,7 @@ def lineitem_stale(link: ExerciseLink) -> bool:
 
 
 def lineitem_enqueue(*, link_id: int) -> None:
-    from lti.tasks import sync_lineitem
-
     try:
-        sync_lineitem.apply_async(args=[link_id], queue=settings.GRADLAB_QUEUE_CPU)
+        task_send("gradlab.lti_sync_lineitem", args=[link_id], queue=settings.GRADLAB_QUEUE_CPU)
     except Exception:
         logger.exception("could not enqueue the line item sync of link %s", link_id)

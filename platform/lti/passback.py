@@ -62,7 +62,7 @@ Status = ScorePost.Status
 OUTBOX = Outbox(
     name="LTI score",
     model=ScorePost,
-    task_path="lti.tasks.post_score",
+    task_name="gradlab.lti_post_score",
     lock_seconds=lambda: settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS * 4,
     sweep_grace_seconds=lambda: SWEEP_GRACE_SECONDS,
 )
@@ -118,6 +118,11 @@ def score_payload(
         late = target.link.is_late(earned.created_at)
         payload["comment"] = f"gradlab submission {earned.pk}" + (" (late)" if late else "")
     return payload
+
+
+def submission_graded(sender: Any, *, submission_id: int, **kwargs: Any) -> None:
+    """A submission got a (new) grade (submissions.signals.graded): its score posts."""
+    scores_record(submission_id=submission_id)
 
 
 def scores_record(*, submission_id: int) -> list[int]:

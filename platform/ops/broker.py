@@ -17,7 +17,9 @@ from django.conf import settings
 from django.db.models import Model, QuerySet
 from django.utils import timezone
 
+from courses.models import ExerciseJob
 from ops.models import Heartbeat
+from submissions.models import Submission
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +63,6 @@ def queued_resend_if_restarted() -> int:
     every job kind gets its lease ended (the next sweep sends it). The rows' count."""
     if not broker_restarted():
         return 0
-    from courses.models import ExerciseJob
-    from submissions.models import Submission
-
     resent = queued_resend_now(Submission.objects.all())
     resent += queued_resend_now(ExerciseJob.objects.all())
     logger.warning("the broker restarted: %s queued rows sent again", resent)

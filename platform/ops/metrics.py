@@ -41,6 +41,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from ops.heartbeats import SWEEP, heartbeat_age_seconds
+from submissions.models import Submission
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +68,6 @@ class GradlabCollector(Collector):
         yield self._sweep_age()
 
     def _by_status(self) -> Metric:
-        from submissions.models import Submission
-
         family = GaugeMetricFamily(
             "gradlab_submissions", "Submissions by status.", labels=["status"]
         )
@@ -78,8 +77,6 @@ class GradlabCollector(Collector):
         return family
 
     def _by_review(self) -> Metric:
-        from submissions.models import Submission
-
         family = GaugeMetricFamily(
             "gradlab_submissions_review",
             "Submissions whose report raised integrity flags, by review state.",
@@ -93,8 +90,6 @@ class GradlabCollector(Collector):
         return family
 
     def _durations(self) -> Metric:
-        from submissions.models import Submission
-
         family = HistogramMetricFamily(
             "gradlab_grading_duration_seconds",
             "Claim-to-report time of graded submissions.",
@@ -130,8 +125,6 @@ class GradlabCollector(Collector):
         return family
 
     def _learner_runs(self) -> Metric:
-        from submissions.models import Submission
-
         family = CounterMetricFamily(
             "gradlab_learner_runs",
             "Learners' sandbox runs that produced a report, by outcome.",
@@ -150,8 +143,6 @@ class GradlabCollector(Collector):
         return family
 
     def _retries(self) -> Metric:
-        from submissions.models import Submission
-
         total = Submission.objects.filter(attempts__gt=1).aggregate(n=Sum(F("attempts") - 1))["n"]
         return CounterMetricFamily(
             "gradlab_grading_retries",

@@ -19,7 +19,7 @@ diagnosis. Only a module's learners make the class (instructors' tries do not).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +27,11 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from accounts.models import Enrollment
 from accounts.selectors import AnyUser
+from courses.manifest import stored_manifest
 from courses.models import Exercise, Module
 from courses.selectors import exercises_visible_to, module_objectives
 from grader import spec
-from grader.diagnose import DIAGNOSES, Diagnosis, describe
+from grader.checks.diagnoses.catalogue import DIAGNOSES, Diagnosis, describe
 from submissions.models import Submission
 
 SHOWN = 0.8
@@ -215,41 +216,30 @@ def _latest(submissions: QuerySet[Submission]) -> list[Submission]:
 # -- evidence ----------------------------------------------------------------------------
 
 
-def check_tags(manifest: Any) -> list[tuple[str, ...]]:
-    """Per check of a stored manifest (ExerciseVersion.manifest), its objective ids."""
-    checks = manifest.get("checks") if isinstance(manifest, Mapping) else None
-    if not isinstance(checks, list):
-        return []
-    return [_tags(check.get("objectives") if isinstance(check, Mapping) else None)
-            for check in checks]  # fmt: skip
-
-
-def _tags(raw: Any) -> tuple[str, ...]:
-    return tuple(t for t in raw if isinstance(t, str)) if isinstance(raw, list) else ()
-
-
 def evidence_of(submission: Submission) -> list[Evidence]:
     """The tagged checks of one graded submission, against the version it was graded with."""
-    manifest = submission.version.manifest
+    manifest = stored_manifest(submission.version)
     results = {r.order: r for r in submission.checks.all()}
     rejected = submission.review == Submission.Review.REJECTED
-    raw_checks = manifest.get("checks", []) if isinstance(manifest, Mapping) else []
     found = []
-    for order, tags in enumerate(check_tags(manifest)):
-        if not tags:
+    for order, check in enumerate(manifest.checks):
+        if not check.objectives:
             continue
-        raw = raw_checks[order] if isinstance(raw_checks[order], Mapping) else {}
-        points = float(raw["points"]) if _is_number(raw.get("points")) else 0.0
         result = None if rejected else results.get(order)
         failure = None
         if result is None or not result.passed:
-            failure = _failure(submission, order, str(raw.get("name", "")), result)
+            failure = _failure(submission, manifest, order, check.name, result)
         slug = submission.exercise.slug
-        found += [Evidence(tag, slug, points, failure is None, failure) for tag in tags]
+        found += [
+            Evidence(tag, slug, float(check.points), failure is None, failure)
+            for tag in check.objectives
+        ]
     return found
 
 
-def _failure(submission: Submission, order: int, name: str, result: Any) -> Failure:
+def _failure(
+    submission: Submission, manifest: spec.Manifest, order: int, name: str, result: Any
+) -> Failure:
     """A failed check; without its result (a failed run, a rejection) it has no diagnosis."""
     diagnosis = result.diagnosis if result is not None else NO_RESULT
     return Failure(
@@ -260,26 +250,28 @@ def _failure(submission: Submission, order: int, name: str, result: Any) -> Fail
         check=name or (result.name if result is not None else ""),
         order=order,
         diagnosis=diagnosis,
-        diagnosis_title=diagnosis_title(diagnosis, submission.version.manifest),
+        diagnosis_title=diagnosis_title(diagnosis, manifest),
     )
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def diagnosis_title(slug: str, manifest: Any) -> str:
+def diagnosis_title(slug: str, manifest: spec.Manifest | None) -> str:
+    """The title of a diagnosis slug: the exercise's own [diagnoses] first (`manifest`'s,
+    none without one), then the grader's registry; an unknown slug is shown as itself."""
     if slug == NO_RESULT:
         return NO_RESULT_TITLE
-    raw = manifest.get("diagnoses") if isinstance(manifest, Mapping) else None
-    extra = {
-        key: Diagnosis(key, str(value.get("title", key)), str(value.get("hint", "")))
-        for key, value in (raw.items() if isinstance(raw, Mapping) else ())
-        if isinstance(value, Mapping)
-    }
+    extra = extra_diagnoses(manifest) if manifest is not None else {}
     if slug in extra or slug in DIAGNOSES:
         return describe(slug, extra).title
     return slug
+
+
+def extra_diagnoses(manifest: spec.Manifest) -> dict[str, Diagnosis]:
+    """The diagnoses an exercise declares itself ([diagnoses]), as the grader's registry has
+    its own."""
+    return {
+        slug: Diagnosis(slug, declared.title, declared.hint)
+        for slug, declared in manifest.diagnoses.items()
+    }
 
 
 # -- tallies -----------------------------------------------------------------------------
@@ -324,8 +316,8 @@ def _exercises_covering(exercises: Iterable[Exercise]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for exercise in exercises:
         version = exercise.current_version
-        tags = set().union(*check_tags(version.manifest)) if version is not None else set()
-        counts.update(tags)
+        checks = stored_manifest(version).checks if version is not None else ()
+        counts.update({tag for check in checks for tag in check.objectives})
     return counts
 
 

@@ -37,7 +37,6 @@ class Submission(models.Model):
     attempts = models.PositiveIntegerField(default=0)  # grading claims so far
     # common.owner of the current claim: "host#boot/pid/start time"
     claimed_by = models.CharField(max_length=200, blank=True, default="")
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -62,11 +61,6 @@ class Submission(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["learner", "idempotency_key"], name="submission_idempotency_unique"
-            )
-        ]
         indexes = [
             models.Index(fields=["learner", "created_at"], name="submission_learner_recent"),
             models.Index(fields=["status", "lease_expires_at"], name="submission_lease"),

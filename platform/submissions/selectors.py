@@ -1,4 +1,4 @@
-"""Reads of submissions, each access-checked for the caller (accounts.selectors holds the
+"""Reads of submissions, each access-checked for the caller (courses.access holds the
 rule: own submissions, plus every submission of a module the caller teaches)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
-from accounts.selectors import module_is_taught_by, modules_taught_by
 from common.errors import InvalidInput, NotFound
+from courses.access import module_is_taught_by, modules_taught_by
 from courses.selectors import exercises_visible_to
 from submissions.models import Submission
 

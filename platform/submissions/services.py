@@ -21,20 +21,21 @@ from django.db import DatabaseError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.selectors import AnyUser, module_is_taught_by
+from accounts.selectors import AnyUser
 from common import jobs, ratelimit
 from common.errors import Conflict, Forbidden, InvalidInput, NotFound
+from common.logs import job_context
 from common.text import NOT_TEXT, has_lone_surrogate
+from courses.access import module_is_taught_by
 from courses.models import Exercise, ExerciseVersion, Module
 from courses.selectors import exercise_visible_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
-from ops.logs import job_context
-from submissions import grading
+from grading import bridge
+from submissions import signals
 from submissions.models import CheckResult, Submission
 
 logger = logging.getLogger(__name__)
 
-IDEMPOTENCY_KEY_MAX_LENGTH = 255
 CHECK_NAME_MAX_LENGTH = 300  # CheckResult.name
 DIAGNOSIS_MAX_LENGTH = 100  # CheckResult.diagnosis
 MESSAGE_INFRASTRUCTURE = (
@@ -73,32 +74,16 @@ def code_validate(code: object) -> str:
     return code
 
 
-def idempotency_key_validate(key: str | None) -> str | None:
-    if key is None:
-        return None
-    if not key or len(key) > IDEMPOTENCY_KEY_MAX_LENGTH or not key.isprintable():
-        raise InvalidInput(
-            {
-                "idempotency_key": "Idempotency-Key must be 1 to "
-                f"{IDEMPOTENCY_KEY_MAX_LENGTH} printable characters."
-            }
-        )
-    return key
-
-
 def submission_create(
     *,
     learner: AnyUser,
     exercise_slug: str,
     code: str,
-    idempotency_key: str | None = None,
 ) -> tuple[Submission, bool]:
-    """Returns (submission, created). With an idempotency key already used by this learner
-    for the same request, returns that submission and False."""
+    """Returns (submission, created)."""
     if not learner.is_authenticated:
         raise Forbidden("Sign in to submit.")
     code = code_validate(code)
-    key = idempotency_key_validate(idempotency_key)
     try:
         exercise = exercise_visible_get(slug=exercise_slug, user=learner)
     except NotFound:
@@ -107,20 +92,15 @@ def submission_create(
     if version_id is None:  # exercise_get finds only published exercises
         raise InvalidInput({"exercise": f"Exercise {exercise_slug!r} is not published."})
     with transaction.atomic():
-        # One learner's submissions are created one at a time: the rate limit and the
-        # idempotency check are then exact, even across processes.
+        # One learner's submissions are created one at a time: the rate limit is then
+        # exact, even across processes.
         get_user_model().objects.select_for_update().filter(pk=learner.pk).first()
-        if key is not None:
-            existing = Submission.objects.filter(learner_id=learner.pk, idempotency_key=key).first()
-            if existing is not None:
-                return _replay(existing, exercise=exercise, code=code), False
         rate_limit_check(learner=learner)
         submission = Submission.objects.create(
             learner_id=learner.pk,
             exercise=exercise,
             version_id=version_id,
             code=code,
-            idempotency_key=key,
             late=exercise.due_at is not None and timezone.now() > exercise.due_at,
             lease_expires_at=jobs.job_queued_until(SUBMISSIONS),
         )
@@ -151,15 +131,6 @@ def submission_preview_create(
         )
         jobs.job_enqueue_on_commit(SUBMISSIONS, job_id=submission.pk, queue=queue_for(exercise))
     return submission
-
-
-def _replay(existing: Submission, *, exercise: Exercise, code: str) -> Submission:
-    if existing.exercise_id != exercise.pk or existing.code != code:
-        raise Conflict(
-            "This Idempotency-Key was already used for a different submission; "
-            "use a new key for new code."
-        )
-    return existing
 
 
 def rate_limit_check(*, learner: AnyUser) -> None:
@@ -213,7 +184,7 @@ class Outcome(str, enum.Enum):
 def _hidden_seed(submission: Submission) -> int:
     """The submission's own hidden-case seed, derived and stored at its first grading."""
     if submission.hidden_seed is None:
-        submission.hidden_seed = grading.seed_for(submission.version.hidden_seed, submission.pk)
+        submission.hidden_seed = bridge.seed_for(submission.version.hidden_seed, submission.pk)
         submission.save(update_fields=["hidden_seed"])
     return submission.hidden_seed
 
@@ -239,7 +210,7 @@ def _grade_claimed(submission_id: int, attempt: int, job_id: str) -> Outcome:
         Submission.objects.select_related("version").defer(*VERSION_TEXT).get(pk=submission_id)
     )
     try:
-        report = grading.run_grader(
+        report = bridge.run_grader(
             files=submission.version.files,
             code=submission.code,
             seed=_hidden_seed(submission),
@@ -293,12 +264,11 @@ def _finish_graded(submission_id: int, attempt: int, report: Report) -> bool:
 
 def _tell_integrations(submission_id: int) -> None:
     """Webhooks (and LMS grade passback) of the new grade: outbox rows written in the
-    transaction of the grade itself, sent by a worker once it commits."""
-    from integrations.events import submission_graded
-
+    transaction of the grade itself, sent by a worker once it commits (submissions.signals:
+    integrations and lti receive it)."""
     if Submission.objects.filter(pk=submission_id, preview=True).exists():
         return  # a preview counts nowhere
-    submission_graded(submission_id=submission_id)
+    signals.submission_graded(submission_id=submission_id)
 
 
 def _report_fields(report: Report, *, review: str) -> dict[str, Any]:
@@ -310,8 +280,8 @@ def _report_fields(report: Report, *, review: str) -> dict[str, Any]:
         "score": report.score,
         "max_score": report.max_score,
         "passed": report.passed,
-        "report": grading.json_safe(report.to_json()),
-        "error_message": grading.text_safe(report.message),
+        "report": bridge.json_safe(report.to_json()),
+        "error_message": bridge.text_safe(report.message),
     }
     if review == Review.NONE and report.integrity_flags:
         review = Review.HELD
@@ -328,13 +298,13 @@ def _save_checks(submission_id: int, report: Report) -> None:
         CheckResult(
             submission_id=submission_id,
             order=index,
-            name=grading.text_safe(check.name)[:CHECK_NAME_MAX_LENGTH],
+            name=bridge.text_safe(check.name)[:CHECK_NAME_MAX_LENGTH],
             passed=check.passed,
             score=check.score,
             max_score=check.max_score,
-            message=grading.text_safe(check.message),
+            message=bridge.text_safe(check.message),
             diagnosis=check.diagnosis[:DIAGNOSIS_MAX_LENGTH],
-            hint=grading.text_safe(check.hint),
+            hint=bridge.text_safe(check.hint),
         )
         for index, check in enumerate(report.checks)
     )
@@ -410,10 +380,10 @@ def exercise_regrade(*, exercise: Exercise, apply: bool = True) -> RegradeResult
     submissions = list(graded.select_related("learner").order_by("id"))
     for submission in submissions:
         try:
-            report = grading.run_grader(
+            report = bridge.run_grader(
                 files=version.files,
                 code=submission.code,
-                seed=grading.seed_for(version.hidden_seed, submission.pk),
+                seed=bridge.seed_for(version.hidden_seed, submission.pk),
                 job_id=f"regrade-{submission.pk}-v{version.number}",
             )
         except (InfrastructureError, ExerciseError) as error:

@@ -18,7 +18,10 @@ from typing import Any
 from django.urls import reverse
 
 from common.text import scrub
-from grader.diagnose import DIAGNOSES, Diagnosis, describe
+from courses.manifest import stored_manifest
+from grader.checks.diagnoses.catalogue import describe
+from grader.spec import Manifest
+from submissions.mastery import extra_diagnoses
 from submissions.models import Submission
 
 STDOUT_DISPLAY_CHARS = 20_000  # the grader caps stdout too; this keeps the page light
@@ -155,7 +158,7 @@ def feedback_for(
         passed=bool(submission.passed),
         message=_run_message(submission, report),
         checks=checks,
-        diagnoses=_diagnoses(checks, (submission.version.manifest or {}).get("diagnoses")),
+        diagnoses=_diagnoses(checks, stored_manifest(submission.version)),
         stdout=stdout[:STDOUT_DISPLAY_CHARS],
         stdout_truncated=len(stdout) > STDOUT_DISPLAY_CHARS or bool(report.get("stdout_truncated")),
         stdout_cap=STDOUT_DISPLAY_CHARS,
@@ -261,9 +264,9 @@ def _check_view(raw: Mapping[str, Any]) -> CheckView:
     )
 
 
-def _diagnoses(checks: Sequence[CheckView], extra_raw: Any) -> tuple[DiagnosisView, ...]:
+def _diagnoses(checks: Sequence[CheckView], manifest: Manifest) -> tuple[DiagnosisView, ...]:
     """One entry per distinct named mistake, in the order of the checks that found it."""
-    extra = _extra_diagnoses(extra_raw)
+    extra = extra_diagnoses(manifest)
     found: dict[str, DiagnosisView] = {}
     for check in checks:
         if check.passed or not check.diagnosis:
@@ -282,25 +285,6 @@ def _diagnoses(checks: Sequence[CheckView], extra_raw: Any) -> tuple[DiagnosisVi
                 known.slug, known.title, known.hint, (*known.checks, check.name)
             )
     return tuple(found.values())
-
-
-def diagnosis_title(slug: str, manifest: Mapping[str, Any] | None) -> str:
-    """The title of a diagnosis slug: the exercise's own [diagnoses] first, then the
-    grader's registry; an unknown slug is shown as itself."""
-    extra = _extra_diagnoses((manifest or {}).get("diagnoses"))
-    if slug in extra or slug in DIAGNOSES:
-        return describe(slug, extra).title
-    return slug
-
-
-def _extra_diagnoses(raw: Any) -> dict[str, Diagnosis]:
-    if not isinstance(raw, Mapping):
-        return {}
-    return {
-        slug: Diagnosis(slug, str(entry.get("title", slug)), str(entry.get("hint", "")))
-        for slug, entry in raw.items()
-        if isinstance(entry, Mapping)
-    }
 
 
 def _exception(raw: Any) -> ExceptionView | None:

@@ -11,10 +11,12 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from accounts.models import Enrollment
 from accounts.selectors import AnyUser
-from courses.models import Exercise, ExerciseJob, Module
+from courses.manifest import stored_manifest
+from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.selectors import exercises_visible_to
+from submissions.mastery import diagnosis_title
 from submissions.models import CheckResult, Submission
-from web.presenters import STATUS_LABELS, diagnosis_title, integrity_flags
+from web.presenters import STATUS_LABELS, integrity_flags
 
 TOP_DIAGNOSES = 3
 HISTORY_LIMIT = 50
@@ -182,9 +184,7 @@ def exercise_stats(module: Module) -> list[ExerciseStats]:
             attempts=per_exercise.get(e.pk, {}).get("attempts", 0),
             learners_tried=per_exercise.get(e.pk, {}).get("tried", 0),
             learners_passed=per_exercise.get(e.pk, {}).get("passed", 0),
-            diagnoses=_top(
-                diagnoses.get(e.pk), e.current_version.manifest if e.current_version else None
-            ),
+            diagnoses=_top(diagnoses.get(e.pk), e.current_version),
         )
         for e in module_exercises(module).select_related("current_version")
     ]
@@ -203,9 +203,12 @@ def _diagnosis_counts(subs: QuerySet[Submission]) -> dict[int, Counter[str]]:
     return counts
 
 
-def _top(counter: Counter[str] | None, manifest: dict | None) -> tuple[DiagnosisCount, ...]:
+def _top(
+    counter: Counter[str] | None, version: ExerciseVersion | None
+) -> tuple[DiagnosisCount, ...]:
     if not counter:
         return ()
+    manifest = stored_manifest(version) if version is not None else None
     return tuple(
         DiagnosisCount(slug, diagnosis_title(slug, manifest), n)
         for slug, n in counter.most_common(TOP_DIAGNOSES)

@@ -1,7 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from web.views import authoring, instructor, learner, signin
+from web.views import instructor, learner, signin
+from web.views.authoring import editor, members, module, preview, publishing
 
 app_name = "web"
 
@@ -53,20 +54,39 @@ urlpatterns: list[URLPattern | URLResolver] = [
         instructor.regrade_exercise,
         name="regrade_exercise",
     ),
-    path("teach/<slug:module_slug>/author/", authoring.author_module, name="author_module"),
+    path("teach/<slug:module_slug>/author/", module.author_module, name="author_module"),
     path(
         "teach/<slug:module_slug>/author/archive/",
-        authoring.module_archive,
+        module.module_archive,
         name="author_module_archive",
+    ),
+    # The module's form actions: two parts after author/, neither an exercise's URL.
+    *(
+        path(f"teach/<slug:module_slug>/author/{part}", view, name=name)
+        for part, view, name in (
+            ("exercises/new/", module.create_exercise, "author_create_exercise"),
+            ("modules/new/", module.create_module, "author_create_module"),
+            ("archive/upload/", module.upload_archive, "author_upload_archive"),
+            ("objectives/edit/", module.save_objectives, "author_objectives"),
+            ("members/add/", members.add_member, "author_add_member"),
+            ("members/roster/", members.upload_roster, "author_roster"),
+        )
     ),
     *(
         path(f"teach/<slug:module_slug>/author/<slug:exercise_slug>/{part}", view, name=name)
         for part, view, name in (
-            ("", authoring.author_exercise, "author_exercise"),
-            ("preview-statement/", authoring.statement_preview, "author_statement_preview"),
-            ("validation/", authoring.validation_status, "author_validation"),
-            ("try/", authoring.try_exercise, "author_try"),
-            ("diff/", authoring.version_diff, "author_diff"),
+            ("", editor.author_exercise, "author_exercise"),
+            ("save/", editor.save_draft, "author_save"),
+            ("save-toml/", editor.save_toml, "author_save_toml"),
+            ("save-validate/", editor.save_and_validate, "author_save_validate"),
+            ("schedule/", editor.schedule, "author_schedule"),
+            ("validate/", publishing.validate, "author_validate"),
+            ("publish/", publishing.publish, "author_publish"),
+            ("unpublish/", publishing.unpublish, "author_unpublish"),
+            ("preview-statement/", preview.statement_preview, "author_statement_preview"),
+            ("validation/", preview.validation_status, "author_validation"),
+            ("try/", preview.try_exercise, "author_try"),
+            ("diff/", preview.version_diff, "author_diff"),
         )
     ),
 ]

@@ -28,7 +28,7 @@ def url(live_server: Any, name: str, *args: Any) -> str:
 
 def _outcome(*, ok: bool, pending: int = 0) -> dict[str, Any]:
     """A validation outcome as the job stores it, with long rows, a survivor and its diff."""
-    from courses.validation import MutantRow, ValidationOutcome, ValidationRow, outcome_json
+    from authoring.validation import MutantRow, ValidationOutcome, ValidationRow, outcome_json
 
     rows = (
         ValidationRow("reference: solution.py", "10/10", "10/10", True),
@@ -56,7 +56,7 @@ def _outcome(*, ok: bool, pending: int = 0) -> dict[str, Any]:
 def _authored_exercise(bob: Any) -> None:
     """cube-gradient: published as v1 (after a passed validation), then a draft with a long
     note whose validation found a survivor."""
-    from courses.authoring import draft_save, draft_validate, exercise_create, exercise_publish
+    from authoring.services import draft_save, draft_validate, exercise_create, exercise_publish
     from courses.models import ExerciseJob, Module
 
     draft = exercise_create(module=Module.objects.get(slug=MODULE_SLUG), slug=SLUG, user=bob)
@@ -109,7 +109,7 @@ def test_every_file_has_a_highlighting_editor_the_preview_follows_and_a_problem_
     screenshot: Any,
     page_problems: Any,
 ) -> None:
-    from courses.authoring import draft_save, exercise_create
+    from authoring.services import draft_save, exercise_create
     from courses.models import Module
 
     draft = exercise_create(

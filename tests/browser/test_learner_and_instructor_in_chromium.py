@@ -13,7 +13,7 @@ import pytest
 from gradlab_fixtures import wait_for
 from page_fit import overflows_on_every_screen
 
-from grader.diagnose import DIAGNOSES
+from grader.checks.diagnoses.catalogue import DIAGNOSES
 
 pytestmark = [
     pytest.mark.browser,

@@ -40,7 +40,8 @@ WEB_READY_TIMEOUT_S = 120
 GRADED_TIMEOUT_S = 300
 LEARNER_SETUP = (
     "from accounts.models import Enrollment\n"
-    "from accounts.services import enrollment_set_all_modules, token_issue, user_get_or_create\n"
+    "from accounts.services import token_issue, user_get_or_create\n"
+    "from courses.roster import enrollment_set_all_modules\n"
     "user = user_get_or_create(username='alice_learner')\n"
     "enrollment_set_all_modules(user=user, role=Enrollment.Role.LEARNER)\n"
     "print(token_issue(user=user))\n"

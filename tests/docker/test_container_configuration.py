@@ -90,7 +90,12 @@ def test_the_sandbox_container_has_every_limit_and_no_way_out(
     assert host["Memory"] == host["MemorySwap"] == limits.memory_mb * MIB
     assert host["PidsLimit"] == limits.pids
     assert host["NanoCpus"] == int(limits.cpus * 1e9) == 10**9  # one CPU
-    assert host["Tmpfs"] == {"/tmp": f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777"}
+    sealed = "ro,nosuid,nodev,noexec,size=4k,mode=1777"  # /tmp is the only writable place
+    assert host["Tmpfs"] == {
+        "/tmp": f"rw,nosuid,nodev,noexec,size={limits.tmpfs_mb}m,mode=1777",
+        "/dev/shm": sealed,
+        "/dev/mqueue": sealed,
+    }
     assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "1m", "max-file": "1"}}
     assert host["AutoRemove"] is False  # removed by the backend, after reading the OOM flag
     ulimits = {u["Name"]: u for u in host["Ulimits"]}

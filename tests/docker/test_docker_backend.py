@@ -19,7 +19,7 @@ from docker_helpers import ROOT, containers_of_job, engine_client, request
 from grader.cache import ReferenceCache
 from grader.engine import GradeJob, grade
 from grader.protocol import InfrastructureError, RunStatus
-from grader.sandbox import get_backend
+from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.docker import (
     LABEL_DEADLINE,
     LABEL_JOB,
@@ -40,8 +40,8 @@ JANITOR_RACE_CONTAINERS = 6
 pytestmark = pytest.mark.docker
 
 
-def test_get_backend_docker_gives_the_docker_sandbox(sandbox_image: str) -> None:
-    backend = get_backend("docker", image=sandbox_image)
+def test_build_backend_docker_gives_the_docker_sandbox(sandbox_image: str) -> None:
+    backend = build_backend(SandboxConfig(backend="docker", image=sandbox_image))
     assert isinstance(backend, DockerSandbox)
     assert backend.runtime_key("cpu").startswith("docker ")
 

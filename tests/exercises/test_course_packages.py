@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.authoring.validation import validate_package
 from grader.cache import ReferenceCache
 from grader.sandbox.base import Sandbox
 from grader.spec import load_module, load_package, package_dirs
-from grader.validation import validate_package
 
 EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 PACKAGES = package_dirs(EXERCISES)

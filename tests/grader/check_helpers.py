@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from grader.capture import Capture
-from grader.checks.base import Outcome
+from grader.checks.base import CheckSpec, Outcome
+from grader.checks.diagnoses.catalogue import DIAGNOSES
 from grader.checks.options import OptionContext
 from grader.checks.registry import REGISTRY, parse_options
-from grader.diagnose import DIAGNOSES
-from grader.spec import CheckSpec
 
 NAMES = ("x", "y", "w", "b", "model")
 # The diagnoses these tests may name: the built-in ones and a manifest's own.

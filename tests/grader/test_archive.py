@@ -1,4 +1,4 @@
-"""grader.archive: exercise trees to and from .tar.gz/.zip, read defensively from uploads."""
+"""grader.authoring.archive: exercise trees to/from .tar.gz/.zip, read defensively from uploads."""
 
 from __future__ import annotations
 
@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from grader import archive
-from grader.archive import ArchiveError, ArchiveLimits, read_archive, read_folder, write_archive
+from grader.authoring import archive
+from grader.authoring.archive import (
+    ArchiveError,
+    ArchiveLimits,
+    read_archive,
+    read_archive_here,
+    read_folder,
+    write_archive,
+)
 from grader.spec import PackageError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,8 +73,12 @@ def _package(slug: str) -> dict[str, str]:
 
 
 def _refused(data: bytes, match: str, limits: ArchiveLimits = archive.DEFAULT_LIMITS) -> str:
+    """The refusal of `data` by the archive's rules, read in this process: the rules are
+    what these tests check. read_archive hands the same call to the bounded child, which
+    the round trips and test_an_archive_error_... below (and test_archive_limits) go
+    through."""
     with pytest.raises(ArchiveError, match=match) as caught:
-        read_archive(data, name="upload.tar.gz", limits=limits)
+        read_archive_here(data, name="upload.tar.gz", limits=limits)
     return str(caught.value)
 
 
@@ -262,7 +273,7 @@ def test_known_folders_and_a_leading_dot_slash_are_accepted() -> None:
         _file("./first-gradient/wrong/a.py", b"a = 1\n"),
     )
 
-    assert read_archive(data) == {"first-gradient/wrong/a.py": "a = 1\n"}
+    assert read_archive_here(data) == {"first-gradient/wrong/a.py": "a = 1\n"}
 
 
 def test_the_same_path_twice_is_refused() -> None:
@@ -306,6 +317,16 @@ def test_an_archive_without_files_is_refused() -> None:
 def test_an_archive_error_is_a_package_error_naming_the_upload() -> None:
     with pytest.raises(PackageError, match=r"^course\.zip/run\.sh: unknown file"):
         read_archive(_zip(("run.sh", b"rm -rf /\n")), name="course.zip")
+
+
+def test_the_bounded_child_refuses_a_tar_as_the_rules_read_here_do() -> None:
+    link = (_member("first-gradient/solution.py", tarfile.SYMTYPE, linkname="/etc/passwd"), b"")
+    data = _tar_gz(_file(STATEMENT), link)
+
+    with pytest.raises(ArchiveError) as caught:
+        read_archive(data, name="upload.tar.gz")
+
+    assert str(caught.value) == _refused(data, "only regular files are allowed")
 
 
 # -- the folder reader obeys the same rules ------------------------------------------------

@@ -1,4 +1,4 @@
-"""grader.archive against archives built to exhaust the reader (issue 31, item 2): the
+"""grader.authoring.archive against archives built to exhaust the reader (issue 31, item 2): the
 CVE-2024-6232 PAX header, GNU long names, tar and zip bombs, a lying central directory,
 and a reading child that runs out of its limits. Each is refused with a message naming
 why; nothing here asserts a time (the child's CPU limit is what bounds one), the figures
@@ -17,8 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from grader import archive, bounded
-from grader.archive import ArchiveError, ArchiveLimits, read_archive, read_folder, write_archive
+from grader.authoring import archive, bounded
+from grader.authoring.archive import (
+    ArchiveError,
+    ArchiveLimits,
+    read_archive,
+    read_folder,
+    write_archive,
+)
 
 EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 STATEMENT = "first-gradient/statement.md"

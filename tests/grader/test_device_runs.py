@@ -1,6 +1,6 @@
 """Same verdict on every worker: a script exercise of `device = "cuda"` is graded with a
 GPU (real, or the harness's stand-in on a CPU worker) and without one, and each check
-passes only where it passes in both (grader.engine.device_runs, combine_device_runs); the
+passes only where it passes in both (grader.runs.devices: device_runs, device_labels); the
 scaled-gradient run joins the same way, judging only its own checks (combine_runs)."""
 
 from __future__ import annotations
@@ -10,23 +10,20 @@ from fractions import Fraction
 import pytest
 from grading_helpers import package_at
 
-from grader import engine
 from grader.capture import Capture, validate_capture
-from grader.engine import (
+from grader.protocol import CheckResult, IntegrityFlag, Report
+from grader.runs import second
+from grader.runs.base import LabelledRun, combine_runs
+from grader.runs.devices import WITH_GPU, WITHOUT_GPU, device_labels, device_runs
+from grader.runs.second import (
     SCALED,
     TRANSFORMS,
-    WITH_GPU,
-    WITHOUT_GPU,
     ScaledReference,
     any_assignment,
-    combine_device_runs,
-    combine_runs,
-    device_runs,
     followed_by_power,
     second_run_references,
     transform_for,
 )
-from grader.protocol import CheckResult, IntegrityFlag, Report
 
 
 def test_a_cuda_script_runs_with_and_without_a_gpu_on_every_worker() -> None:
@@ -58,30 +55,27 @@ def report(*checks: CheckResult, status: str = "graded", message: str = "") -> R
 
 
 def test_a_check_passes_only_where_it_passes_in_both_runs() -> None:
-    package = package_at("device-agnostic-training")
     with_gpu = report(check("a", True), check("b", False, "on cpu"))
     without = report(check("a", False, "crashed"), check("b", True))
-    combined = combine_device_runs(package, with_gpu, without)
+    combined = combine_runs(device_labels([with_gpu, without]))
     assert combined.score == 0.0 and not combined.passed
     assert [c.message for c in combined.checks] == [WITHOUT_GPU + "crashed", WITH_GPU + "on cpu"]
     assert combined.duration_s == 2.0
 
 
 def test_two_passing_runs_keep_every_point_and_both_runs_flags() -> None:
-    package = package_at("device-agnostic-training")
     flagged = Report(
         **{**report(check("a", True), check("b", True)).__dict__,
            "integrity_flags": (IntegrityFlag("tamper", "x: y"),)}
     )  # fmt: skip
-    combined = combine_device_runs(package, report(check("a", True), check("b", True)), flagged)
+    combined = combine_runs(device_labels([report(check("a", True), check("b", True)), flagged]))
     assert combined.passed and combined.score == 10.0
     assert combined.integrity_flags == (IntegrityFlag("tamper", "x: y"),)
 
 
 def test_a_failed_run_fails_the_whole_and_says_on_which_machine() -> None:
-    package = package_at("device-agnostic-training")
     failed = report(status="failed", message="time limit of 20 s exceeded")
-    combined = combine_device_runs(package, report(check("a", True), check("b", True)), failed)
+    combined = combine_runs(device_labels([report(check("a", True), check("b", True)), failed]))
     assert combined.status == "failed"
     assert combined.message == WITHOUT_GPU + "time limit of 20 s exceeded"
 
@@ -91,7 +85,7 @@ def test_a_run_that_judges_some_checks_only_fails_those() -> None:
     its failure of another check is ignored, its failure of a judged one is kept."""
     plain = report(check("a", True), check("b", True))
     scaled = report(check("a", False, "typed in"), check("b", False, "other"))
-    combined = combine_runs([("", plain, None), (SCALED, scaled, frozenset({0}))])
+    combined = combine_runs([LabelledRun("", plain), LabelledRun(SCALED, scaled, frozenset({0}))])
     assert [c.passed for c in combined.checks] == [False, True]
     assert combined.checks[0].message == SCALED + "typed in"
     assert combined.score == 5.0 and not combined.passed
@@ -100,7 +94,9 @@ def test_a_run_that_judges_some_checks_only_fails_those() -> None:
 def test_the_first_failure_wins_over_the_scaled_runs() -> None:
     plain = report(check("a", False, "wrong"), check("b", True))
     scaled = report(check("a", False, "typed in"), check("b", True))
-    combined = combine_runs([("", plain, None), (SCALED, scaled, frozenset({0, 1}))])
+    combined = combine_runs(
+        [LabelledRun("", plain), LabelledRun(SCALED, scaled, frozenset({0, 1}))]
+    )
     assert combined.checks[0].message == "wrong"
 
 
@@ -109,12 +105,12 @@ def test_a_failed_scaled_run_is_left_for_combine_runs_to_fail_the_whole() -> Non
     failed = report(status="failed", message="time limit of 20 s exceeded")
     scaled = ScaledReference(None, frozenset({0, 1}))
     assert followed_by_power(package, failed, None, None, scaled) is failed  # type: ignore[arg-type]
-    combined = combine_runs([("", report(check("a", True), check("b", True)), None),
-                             (SCALED, failed, frozenset({0}))])  # fmt: skip
+    combined = combine_runs([LabelledRun("", report(check("a", True), check("b", True))),
+                             LabelledRun(SCALED, failed, frozenset({0}))])  # fmt: skip
     assert combined.status == "failed" and combined.message == SCALED + failed.message
 
 
-# -- the second run's other starting values (grader.engine, grader/harness/shift.py) -------
+# -- the second run's other starting values (grader.runs.second, grader/harness/shift.py) --
 
 
 def test_every_seed_draws_one_of_four_maps_that_keep_positives_positive_without_a_fixed_point() -> (
@@ -146,7 +142,7 @@ def limited_runs(
         asked.append(indices)
         return ScaledReference(None, frozenset(), indices=tuple(indices))
 
-    monkeypatch.setattr(engine, "scaled_reference", fake)
+    monkeypatch.setattr(second, "scaled_reference", fake)
     scaled = ScaledReference(None, frozenset({0}), shift=TRANSFORMS[0], shifted=reference_moved)
     found = second_run_references(
         package_at("first-gradient"), learner, scaled, learner,
@@ -176,8 +172,8 @@ def test_a_check_passes_the_second_run_where_it_passes_against_one_of_the_refere
     package = package_at("first-gradient")
     graded = {"one": report(check("a", False), check("b", False)),
               "two": report(check("a", True), check("b", False))}  # fmt: skip
-    monkeypatch.setattr(engine, "build_report", lambda _p, _l, ref, *_: graded[ref])
-    monkeypatch.setattr(engine, "followed_by_power", lambda _p, mine, *_: mine)
+    monkeypatch.setattr(second, "build_report", lambda _p, _l, ref, *_: graded[ref])
+    monkeypatch.setattr(second, "followed_by_power", lambda _p, mine, *_: mine)
     scaled = ScaledReference("plain", frozenset({0, 1}))  # type: ignore[arg-type]
     one = ScaledReference("one", frozenset({0, 1}))  # type: ignore[arg-type]
     two = ScaledReference("two", frozenset({0, 1}))  # type: ignore[arg-type]

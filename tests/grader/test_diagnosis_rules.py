@@ -15,7 +15,10 @@ from grading_helpers import call, function_capture, script_capture, tensor
 
 from grader.capture import validate_capture
 from grader.checks.base import Outcome
-from grader.diagnose import DIAGNOSES, curve_slug, error_slug, ratio_slug
+from grader.checks.diagnoses.catalogue import DIAGNOSES
+from grader.checks.diagnoses.curves import curve_slug
+from grader.checks.diagnoses.differences import ratio_slug
+from grader.checks.diagnoses.errors import error_slug
 
 NONSCALAR = "grad can be implicitly created only for scalar outputs"
 

@@ -10,8 +10,9 @@ import pytest
 from conftest import GradeCode
 from grading_helpers import package_at
 
+from grader.authoring.validation import Validation, validate_package
 from grader.cache import ReferenceCache
-from grader.engine import NO_RESULT, GradeJob, failure_message, grade
+from grader.engine import GradeJob, grade
 from grader.protocol import (
     ExerciseError,
     InfrastructureError,
@@ -21,10 +22,10 @@ from grader.protocol import (
     SandboxRequest,
     SandboxResult,
 )
-from grader.sandbox import get_backend
+from grader.runs.learner import NO_RESULT, failure_message
+from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
-from grader.validation import Validation, validate_package
 
 pytestmark = pytest.mark.sandbox
 
@@ -115,7 +116,7 @@ def test_a_failing_reference_raises_exercise_error(
 
 
 def test_a_broken_sandbox_raises_infrastructure_error(tmp_path: Path) -> None:
-    sandbox = get_backend("bubblewrap", runtime_dir=tmp_path / "no-runtime")
+    sandbox = build_backend(SandboxConfig(runtime_dir=tmp_path / "no-runtime"))
     job = GradeJob(package=package_at("first-gradient"), code="x = 1\n")
     with pytest.raises(InfrastructureError):
         grade(job, sandbox=sandbox, cache=None)

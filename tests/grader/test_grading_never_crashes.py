@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 from lanes import examples
 
 from grader.capture import DTYPES, CaptureError, parse_result, validate_capture
+from grader.checks.base import CheckSpec
+from grader.checks.diagnoses.catalogue import DIAGNOSES
 from grader.checks.options import OptionContext
 from grader.checks.registry import REGISTRY, parse_options
-from grader.diagnose import DIAGNOSES
 from grader.protocol import Report
 from grader.report import build_report, failed_report
-from grader.spec import CheckSpec, Manifest, Package
+from grader.spec import Manifest, Package
 
 # Moderate example counts: this file is in the fast lane (about 10 s of CPU in all; a third
 # of that there: lanes.examples).

@@ -3,36 +3,29 @@ holds, what the learner's code can and cannot do to it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from conftest import GradeCode
 from grading_helpers import package_at
 
-from grader.capture import Capture, TensorValue, parse_result
-from grader.engine import (
-    NO_RESULT,
-    TENSOR_ELEMENTS,
-    learner_envelope,
-    reference_capture,
-    reference_envelope,
-    run_envelope,
-)
-from grader.protocol import Limits, RunStatus
+from grader.capture import TENSOR_ELEMENTS, Capture, TensorValue, parse_result
+from grader.protocol import Envelope, EnvelopeLimits, Limits, RunStatus
+from grader.runs.base import run_envelope
+from grader.runs.learner import NO_RESULT, learner_envelope
+from grader.runs.reference import reference_capture, reference_envelope
 from grader.sandbox.base import Sandbox
 
 pytestmark = pytest.mark.sandbox
 
 
 def run_script(sandbox: Sandbox, code: str, names: list[str], **limits: int) -> Capture:
-    envelope: dict[str, Any] = {
-        "protocol": 1,
-        "kind": "script",
-        "mode": "learner",
-        "names": names,
-        "files": {"submission.py": code},
-        "limits": {"stdout_bytes": 65_536, "tensor_elements": TENSOR_ELEMENTS, **limits},
-    }
+    caps = {"stdout_bytes": 65_536, "tensor_elements": TENSOR_ELEMENTS, **limits}
+    envelope = Envelope(
+        kind="script",
+        mode="learner",
+        names=tuple(names),
+        files={"submission.py": code},
+        limits=EnvelopeLimits(**caps),
+    )
     run = run_envelope(sandbox, envelope, Limits(wall_seconds=60), "cpu", "harness-test")
     assert run.result.status == RunStatus.OK, run.result.message
     return parse_result(run.result.stdout, run.nonce)
@@ -203,11 +196,12 @@ def test_function_reference_carries_plain_data_cases_and_the_learner_gets_only_t
     assert [case.visible for case in reference.cases] == [True, False, False, False]
     assert all(case.input is not None for case in reference.cases)
     envelope = learner_envelope(package, "def accumulate(x, chunks):\n    pass\n", reference)
-    assert "seed" not in envelope and "trials" not in envelope
-    assert envelope["files"] == {"submission.py": "def accumulate(x, chunks):\n    pass\n"}
-    assert package.solution not in str(envelope)
-    assert "make_cases" not in str(envelope) and "variants" not in str(envelope)
-    assert envelope["cases"] == [dict(case.input or {}) for case in reference.cases]
+    wire = envelope.to_json()
+    assert "seed" not in wire and "trials" not in wire
+    assert wire["files"] == {"submission.py": "def accumulate(x, chunks):\n    pass\n"}
+    assert package.solution not in str(wire)
+    assert "make_cases" not in str(wire) and "variants" not in str(wire)
+    assert wire["cases"] == [dict(case.input or {}) for case in reference.cases]
     run = run_envelope(sandbox, envelope, Limits(), "cpu", "function-learner")
     learner = parse_result(run.result.stdout, run.nonce)
     assert [case.visible for case in learner.cases] == [True, False, False, False]
@@ -216,10 +210,10 @@ def test_function_reference_carries_plain_data_cases_and_the_learner_gets_only_t
 
 
 def test_reference_envelope_holds_no_learner_code_and_the_seed_only_for_functions() -> None:
-    script = reference_envelope(package_at("first-gradient"), 99)
+    script = reference_envelope(package_at("first-gradient"), 99).to_json()
     assert "seed" not in script and "cases" not in script
     assert script["files"] == {"submission.py": package_at("first-gradient").solution}
-    function = reference_envelope(package_at("chunked-mean"), 99)
+    function = reference_envelope(package_at("chunked-mean"), 99).to_json()
     assert (function["seed"], function["trials"], function["mode"]) == (99, 4, "reference")
     assert set(function["files"]) == {"submission.py", "cases.py"}
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import GradeCode
 from grading_helpers import package_at
 
-from grader.engine import reference_capture
 from grader.protocol import Report
+from grader.runs.reference import reference_capture
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
 

@@ -9,7 +9,9 @@ from grading_helpers import package_at
 
 from grader.cache import ReferenceCache
 from grader.capture import Capture, TensorValue
-from grader.engine import GradeJob, grade_with_capture, learner_envelope, reference_envelope
+from grader.engine import GradeJob, grade_with_capture
+from grader.runs.learner import learner_envelope
+from grader.runs.reference import reference_envelope
 from grader.sandbox.base import Sandbox
 from grader.statement import SEED_RULE
 
@@ -34,9 +36,9 @@ def test_fix_the_training_loop_asks_its_learner_to_seed_and_says_so() -> None:
 
 def test_both_envelopes_tell_the_harness_to_leave_torch_unseeded() -> None:
     package = package_at("fix-the-training-loop")
-    reference = reference_envelope(package, 1)
+    reference = reference_envelope(package, 1).to_json()
     assert reference["seed_by_learner"] is True and reference["mode"] == "reference"
-    assert "seed_by_learner" not in reference_envelope(package_at("training-loop"), 1)
+    assert "seed_by_learner" not in reference_envelope(package_at("training-loop"), 1).to_json()
 
 
 @pytest.mark.sandbox
@@ -76,4 +78,4 @@ def test_the_seed_line_kept_scores_full_marks_and_deleted_is_named_missing_seed(
         "loss curve equals the reference, epoch by epoch": "missing-seed",
         "final weight and bias": "missing-seed",
     }
-    assert learner_envelope(package, unseeded, capture)["seed_by_learner"] is True
+    assert learner_envelope(package, unseeded, capture).to_json()["seed_by_learner"] is True

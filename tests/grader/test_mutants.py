@@ -8,8 +8,7 @@ import ast
 import pytest
 from grading_helpers import script_capture, tensor
 
-from grader.capture import TensorValue
-from grader.mutants import (
+from grader.authoring.mutants import (
     BareBackward,
     DetachMidGraph,
     DropCreateGraph,
@@ -35,9 +34,10 @@ from grader.mutants import (
     generate,
     typed_in_values,
 )
+from grader.authoring.validation import Validation, ValidationItem
+from grader.capture import TensorValue
 from grader.protocol import CheckResult, Report
 from grader.spec import Package, PackageError
-from grader.validation import Validation, ValidationItem
 
 LOOP = """\
 import torch

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from grader.__main__ import main
+from grader.authoring.mutants import MutantResult, run_mutants, table
 from grader.cache import ReferenceCache
-from grader.mutants import MutantResult, run_mutants, table
 from grader.sandbox.base import Sandbox
 from grader.spec import MANIFEST, load_package
 

@@ -10,9 +10,9 @@ import pytest
 from conftest import GradeCode
 from grading_helpers import call, package_at, script_capture
 
+from grader.authoring.validation import limits_problems
 from grader.protocol import size_label
 from grader.spec import Package
-from grader.validation import limits_problems
 
 TRAINING_LOOP_CAP = 262_144
 

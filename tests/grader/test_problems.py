@@ -1,12 +1,12 @@
-"""Where a PackageError points (grader.problems): the file and line of real PackageErrors
+"""Where a PackageError points (grader.authoring.problems): the file and line of real PackageErrors
 of broken packages, which the authoring page marks in that file's editor."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader.problems import ProblemPlace, field_line, problem_place
-from grader.scaffold import new_package
+from grader.authoring.problems import ProblemPlace, field_line, problem_place
+from grader.authoring.scaffold import new_package
 from grader.spec import Package, PackageError
 
 

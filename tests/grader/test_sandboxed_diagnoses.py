@@ -15,7 +15,7 @@ from conftest import GradeCode
 from grading_helpers import REPO, failed_diagnoses
 from test_skill_checks_sandbox import FORBIDDEN as SKILL_FORBIDDEN
 
-from grader.diagnose import DIAGNOSES
+from grader.checks.diagnoses.catalogue import DIAGNOSES
 
 pytestmark = pytest.mark.sandbox
 

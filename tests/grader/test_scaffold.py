@@ -1,4 +1,4 @@
-"""`python -m grader new <slug> --kind script|function` (grader.scaffold): a package that
+"""`python -m grader new <slug> --kind script|function` (grader.authoring.scaffold): a package that
 validates as written, its auto-mutants caught."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from grader.__main__ import EXIT_BAD_INPUT, EXIT_OK, main
+from grader.authoring.scaffold import new_package
+from grader.authoring.validation import validate_package
 from grader.cache import ReferenceCache
 from grader.sandbox.base import Sandbox
-from grader.scaffold import new_package
 from grader.spec import Package, PackageError, load_package
-from grader.validation import validate_package
 
 
 def test_a_new_package_parses_with_its_slug_title_and_one_wrong_solution() -> None:

@@ -13,10 +13,11 @@ import pytest
 from conftest import GradeCode
 from grading_helpers import failed_diagnoses
 
-from grader.capture import Capture, TensorValue, parse_result
-from grader.diagnose import DIAGNOSES
-from grader.engine import SCALED, TENSOR_ELEMENTS, run_envelope
-from grader.protocol import Limits, RunStatus
+from grader.capture import TENSOR_ELEMENTS, Capture, TensorValue, parse_result
+from grader.checks.diagnoses.catalogue import DIAGNOSES
+from grader.protocol import Envelope, EnvelopeLimits, Limits, RunStatus
+from grader.runs.base import run_envelope
+from grader.runs.second import SCALED
 from grader.sandbox.base import Sandbox
 
 pytestmark = pytest.mark.sandbox
@@ -343,15 +344,14 @@ KEPT = ["variable", "plain", "integers", "base"]
 def run_routes(
     sandbox: Sandbox, allowed: list[str] | None, indices: list[int] | None = None
 ) -> Capture:
-    envelope: dict[str, Any] = {
-        "protocol": 1,
-        "kind": "script",
-        "mode": "learner",
-        "names": [*MOVED, *KEPT, "same", "module", "reference_weight"],
-        "files": {"submission.py": ROUTES},
-        "limits": {"stdout_bytes": 65_536, "tensor_elements": TENSOR_ELEMENTS},
-        "shift": {"scale": 1.75, "offset": 0.5, "allowed": allowed, "indices": indices},
-    }
+    envelope = Envelope(
+        kind="script",
+        mode="learner",
+        names=(*MOVED, *KEPT, "same", "module", "reference_weight"),
+        files={"submission.py": ROUTES},
+        limits=EnvelopeLimits(stdout_bytes=65_536, tensor_elements=TENSOR_ELEMENTS),
+        shift={"scale": 1.75, "offset": 0.5, "allowed": allowed, "indices": indices},
+    )
     run = run_envelope(sandbox, envelope, Limits(wall_seconds=60), "cpu", "shift-routes")
     assert run.result.status == RunStatus.OK, run.result.message
     return parse_result(run.result.stdout, run.nonce)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from grading_helpers import REPO, package_at
 
-from grader import archive
+from grader.authoring import archive
 from grader.protocol import Limits
 from grader.spec import (
     Objective,

@@ -133,8 +133,8 @@ def test_one_of_two_instructors_may_remove_the_other(
 def test_learners_reviewers_and_other_courses_instructors_cannot_touch_the_roster(
     bob_instructor: Any, alice_learner: Any, carol_other: Any, user_client: Callable[..., Any]
 ) -> None:
-    from accounts.services import enrollment_set
     from courses.models import Module
+    from courses.roster import enrollment_set
 
     rita = persona("rita_reviewer")
     enrollment_set(user=rita, module=Module.objects.get(slug=COURSE), role="reviewer")

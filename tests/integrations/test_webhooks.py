@@ -58,9 +58,9 @@ def graded(alice_learner: Any) -> Callable[[], int]:
     from django.utils import timezone
 
     from courses.models import Exercise
-    from integrations.events import submission_graded
     from integrations.models import WebhookDelivery
     from submissions.models import Submission
+    from submissions.signals import submission_graded
 
     exercise = Exercise.objects.get(slug=COURSE_EXERCISE)
 
@@ -151,9 +151,9 @@ def test_the_outbox_row_lives_and_dies_with_the_grade_transaction(
 ) -> None:
     from django.db import transaction
 
-    from integrations.events import submission_graded
     from integrations.models import WebhookDelivery
     from submissions.services import submission_create
+    from submissions.signals import submission_graded
 
     submission, _ = submission_create(
         learner=alice_learner, exercise_slug=COURSE_EXERCISE, code="x = 1"
@@ -376,7 +376,7 @@ def test_a_broker_failure_is_logged_and_the_sweep_sends_the_delivery_after_its_g
     from django.utils import timezone
     from kombu.exceptions import OperationalError
 
-    from integrations.tasks import deliver_webhook
+    from config.celery_app import app
     from integrations.webhooks import OUTBOX, deliveries_sweep
 
     settings.GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS = 60.0
@@ -386,7 +386,7 @@ def test_a_broker_failure_is_logged_and_the_sweep_sends_the_delivery_after_its_g
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
     with monkeypatch.context() as patch:
-        patch.setattr(deliver_webhook, "apply_async", broker_down)
+        patch.setattr(app, "send_task", broker_down)
         assert OUTBOX.enqueue(delivery_id) is False
     assert f"could not enqueue webhook delivery {delivery_id}; the sweep will" in caplog.text
     assert _delivery(delivery_id).status == "pending"  # nothing lost

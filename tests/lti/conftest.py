@@ -20,6 +20,7 @@ from fake_platform import (
     FakePlatform,
     running_platform,
 )
+from jwcrypto.jwk import JWK
 
 
 @pytest.fixture
@@ -28,18 +29,33 @@ def platform() -> Iterator[FakePlatform]:
         yield running
 
 
+@pytest.fixture(scope="session")
+def tool_key_pems() -> tuple[str, str]:
+    """The tool's first key pair (public and private PEM), generated once per test process
+    as `keys_ensure` would on a fresh install (Key.objects.generate: RSA 2048 via jwcrypto,
+    some 0.1-0.4 s a key); each test stores it as a row of its own. Keys a test rotates in
+    are still generated (tests/lti/test_keys.py covers keys_ensure's own generation)."""
+    key = JWK.generate(kty="RSA", size=2048)
+    private = key.export_to_pem(private_key=True, password=None).decode("utf-8")
+    return key.export_to_pem().decode("utf-8"), private
+
+
 @pytest.fixture
-def registration(catalog: Any, platform: FakePlatform, settings: Any) -> Any:
+def registration(
+    catalog: Any, platform: FakePlatform, settings: Any, tool_key_pems: tuple[str, str]
+) -> Any:
     """The fake platform registered with the tool (one deployment), its course
     (COURSE_ID) bound to the catalog module, and the tool's JWKS handed to the platform,
     as an LMS administrator and the gradlab operator would."""
     from django.core.cache import cache
-    from lti_tool.models import LtiDeployment, LtiRegistration
+    from lti_tool.models import Key, LtiDeployment, LtiRegistration
 
     from lti.keys import jwks, keys_ensure
     from lti.models import ContextBinding
 
     cache.clear()
+    public_pem, private_pem = tool_key_pems
+    Key.objects.create(public_key=public_pem, private_key=private_pem)
     keys_ensure()
     registration = LtiRegistration.objects.create(
         name="Fake LMS", issuer=ISSUER, client_id=CLIENT_ID, auth_url=platform.auth_url,

@@ -48,9 +48,9 @@ def grade_of(private_queue: str) -> Callable[..., list[int]]:
     from django.utils import timezone
 
     from courses.models import Exercise
-    from integrations.events import submission_graded
     from lti.models import ScorePost
     from submissions.models import Submission
+    from submissions.signals import submission_graded
 
     exercise = Exercise.objects.get(slug=EXERCISE)
 
@@ -229,9 +229,9 @@ def test_a_held_grade_records_no_score(
     from django.utils import timezone
 
     from courses.models import Exercise
-    from integrations.events import submission_graded
     from lti.models import ScorePost
     from submissions.models import Submission
+    from submissions.signals import submission_graded
 
     exercise = Exercise.objects.get(slug=EXERCISE)
     with transaction.atomic():
@@ -414,8 +414,8 @@ def test_regrades_and_best_score_reposts_are_not_new_canvas_attempts(
 ) -> None:
     from django.db import transaction
 
-    from integrations.events import submission_graded
     from submissions.models import Submission
+    from submissions.signals import submission_graded
 
     platform.mode = "canvas"
     platform.canvas_allowed_attempts = 2
@@ -604,7 +604,7 @@ def test_the_readme_lists_exactly_the_scopes_the_code_requests() -> None:
     in_code = {
         m for f in (root / "platform/lti").glob("*.py") for m in scope.findall(f.read_text())
     }
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    readme = (root / "docs" / "lti.md").read_text(encoding="utf-8")
     section = readme.split("## Add gradlab to your LMS", 1)[1].split("\n## ", 1)[0]
     [services] = [line for line in section.splitlines() if line.startswith("| Services")]
 

@@ -20,14 +20,16 @@ from second_platform import (
 
 
 @pytest.fixture
-def second(catalog: Any) -> Iterator[SecondPlatform]:
+def second(catalog: Any, tool_key_pems: tuple[str, str]) -> Iterator[SecondPlatform]:
     from django.core.cache import cache
-    from lti_tool.models import LtiDeployment, LtiRegistration
+    from lti_tool.models import Key, LtiDeployment, LtiRegistration
 
     from lti.keys import jwks, keys_ensure
     from lti.models import ContextBinding
 
     cache.clear()
+    public_pem, private_pem = tool_key_pems  # the tool's first key (tests/lti/conftest.py)
+    Key.objects.create(public_key=public_pem, private_key=private_pem)
     keys_ensure()
     with running_second_platform("http://testserver", jwks()) as platform:
         registration = LtiRegistration.objects.create(
@@ -81,10 +83,10 @@ def test_the_second_platform_accepts_our_client_assertion_and_score(
     from django.utils import timezone
 
     from courses.models import Exercise
-    from integrations.events import submission_graded
     from lti.models import ScorePost
     from lti.passback import score_post_attempt
     from submissions.models import Submission
+    from submissions.signals import submission_graded
 
     _launch(second, Client())
     learner = User.objects.get(lti_users__sub="grace-1")

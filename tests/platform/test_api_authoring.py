@@ -15,7 +15,7 @@ import pytest
 from gradlab_fixtures import MODULE_SLUG, persona
 from platform_helpers import E2E_SLUG
 
-from grader import archive
+from grader.authoring import archive
 
 pytestmark = pytest.mark.django_db
 
@@ -138,8 +138,8 @@ def test_publishing_waits_for_a_passed_validation_started_through_the_api(
 
 
 def test_a_running_validation_reads_back_its_rows_so_far(bob: Any, cube: Any) -> None:
+    from authoring.validation import ValidationOutcome, ValidationRow, outcome_json
     from courses.models import ExerciseJob
-    from courses.validation import ValidationOutcome, ValidationRow, outcome_json
 
     started = bob.post(f"{CUBE}/validate/").json()
     reference = ValidationRow("reference: solution.py", "10/10", "10/10", True)

@@ -1,4 +1,4 @@
-"""Authoring services (courses.authoring): modules and exercises an instructor owns, drafts
+"""Authoring services (authoring.services): modules and exercises an instructor owns, drafts
 and published versions, schedules, roles and what learners see. The validation that
 publishing waits for runs in a real worker in test_authoring_worker.py; here a job's
 outcome row stands for it where only the publishing rule is under test."""
@@ -29,7 +29,7 @@ def _exercise(slug: str) -> Any:
 
 
 def _new(user: Any, slug: str = "cube-gradient", module: str = MODULE_SLUG) -> Any:
-    from courses.authoring import exercise_create
+    from authoring.services import exercise_create
 
     return exercise_create(module=_module(module), slug=slug, user=user)
 
@@ -49,8 +49,8 @@ def _validated(version: Any, *, ok: bool, status: str = "done") -> Any:
 
 
 def test_an_instructor_creates_a_module_and_becomes_its_instructor(bob_instructor: Any) -> None:
-    from accounts.selectors import module_is_taught_by
-    from courses.authoring import module_create
+    from authoring.services import module_create
+    from courses.access import module_is_taught_by
 
     module = module_create(slug="autograd-two", title="Autograd, part two", user=bob_instructor)
 
@@ -59,8 +59,8 @@ def test_an_instructor_creates_a_module_and_becomes_its_instructor(bob_instructo
 
 
 def test_a_learner_may_not_create_a_module(alice_learner: Any) -> None:
+    from authoring.services import module_create
     from common.errors import Forbidden
-    from courses.authoring import module_create
 
     with pytest.raises(Forbidden):
         module_create(slug="mine", title="Mine", user=alice_learner)
@@ -73,8 +73,8 @@ def test_a_learner_may_not_create_a_module(alice_learner: Any) -> None:
 def test_a_bad_or_taken_module_slug_or_an_empty_title_is_refused_by_field(
     bob_instructor: Any, slug: str, title: str, field: str
 ) -> None:
+    from authoring.services import module_create
     from common.errors import InvalidInput
-    from courses.authoring import module_create
 
     with pytest.raises(InvalidInput) as caught:
         module_create(slug=slug, title=title, user=bob_instructor)
@@ -83,9 +83,9 @@ def test_a_bad_or_taken_module_slug_or_an_empty_title_is_refused_by_field(
 
 
 def test_a_reviewer_reads_drafts_but_does_not_teach_the_module(catalog: Any) -> None:
-    from accounts.selectors import module_get_reviewed, module_get_taught
+    from authoring.services import module_member_set
     from common.errors import Forbidden
-    from courses.authoring import module_member_set
+    from courses.access import module_get_reviewed, module_get_taught
 
     persona("rita_reviewer")
     module_member_set(module=_module(), username="rita_reviewer", role="reviewer")
@@ -99,8 +99,8 @@ def test_a_reviewer_reads_drafts_but_does_not_teach_the_module(catalog: Any) -> 
 def test_a_learner_and_another_modules_instructor_are_not_reviewers(
     alice_learner: Any, carol_other_course: Any
 ) -> None:
-    from accounts.selectors import module_get_reviewed
     from common.errors import Forbidden
+    from courses.access import module_get_reviewed
 
     for user in (alice_learner, carol_other_course):
         with pytest.raises(Forbidden):
@@ -108,9 +108,9 @@ def test_a_learner_and_another_modules_instructor_are_not_reviewers(
 
 
 def test_a_co_instructor_is_added_by_name_and_an_unknown_user_is_refused(catalog: Any) -> None:
-    from accounts.selectors import module_is_taught_by
+    from authoring.services import module_member_set
     from common.errors import InvalidInput
-    from courses.authoring import module_member_set
+    from courses.access import module_is_taught_by
 
     frank = persona("frank")
     module_member_set(module=_module(), username="frank", role="instructor")
@@ -139,7 +139,7 @@ def test_a_new_exercise_is_a_valid_draft_that_learners_do_not_see(
 def test_every_save_is_a_draft_and_an_invalid_one_names_the_file_and_field(
     bob_instructor: Any,
 ) -> None:
-    from courses.authoring import draft_save
+    from authoring.services import draft_save
 
     first = _new(bob_instructor)
     files = dict(first.version.files)
@@ -154,8 +154,8 @@ def test_every_save_is_a_draft_and_an_invalid_one_names_the_file_and_field(
 
 
 def test_a_draft_with_a_file_an_upload_could_not_hold_is_refused(bob_instructor: Any) -> None:
-    from courses.authoring import draft_save
-    from grader.archive import ArchiveError
+    from authoring.services import draft_save
+    from grader.authoring.archive import ArchiveError
 
     files = dict(_new(bob_instructor).version.files)
     files["../../etc/cron.d/x"] = "* * * * * root sh\n"
@@ -167,8 +167,8 @@ def test_a_draft_with_a_file_an_upload_could_not_hold_is_refused(bob_instructor:
 def test_publishing_is_refused_without_a_passed_validation_of_that_content(
     bob_instructor: Any,
 ) -> None:
+    from authoring.services import exercise_publish
     from common.errors import Conflict
-    from courses.authoring import exercise_publish
 
     draft = _new(bob_instructor)
     exercise = _exercise("cube-gradient")
@@ -187,7 +187,7 @@ def test_publishing_is_refused_without_a_passed_validation_of_that_content(
 def test_publishing_a_validated_draft_makes_the_next_version_current_for_learners(
     bob_instructor: Any, alice_learner: Any
 ) -> None:
-    from courses.authoring import exercise_publish
+    from authoring.services import exercise_publish
     from courses.selectors import exercises_visible_to
 
     draft = _new(bob_instructor)
@@ -206,8 +206,8 @@ def test_publishing_a_validated_draft_makes_the_next_version_current_for_learner
 def test_a_validation_of_an_older_draft_does_not_let_a_newer_one_publish(
     bob_instructor: Any,
 ) -> None:
+    from authoring.services import draft_save, exercise_publish
     from common.errors import Conflict
-    from courses.authoring import draft_save, exercise_publish
 
     first = _new(bob_instructor)
     _validated(first.version, ok=True)
@@ -222,7 +222,7 @@ def test_a_validation_of_an_older_draft_does_not_let_a_newer_one_publish(
 def test_a_past_submission_keeps_the_version_it_was_graded_against(
     bob_instructor: Any, alice_learner: Any
 ) -> None:
-    from courses.authoring import draft_save, exercise_publish
+    from authoring.services import draft_save, exercise_publish
     from submissions.services import submission_create
 
     exercise = _exercise(E2E_SLUG)
@@ -242,7 +242,7 @@ def test_a_past_submission_keeps_the_version_it_was_graded_against(
 
 
 def test_the_diff_between_versions_lists_each_changed_file(bob_instructor: Any) -> None:
-    from courses.authoring import draft_save, version_get, versions_diff
+    from authoring.services import draft_save, version_get, versions_diff
 
     exercise = _exercise(E2E_SLUG)
     files = dict(exercise.current_version.files)
@@ -265,7 +265,7 @@ def test_the_diff_between_versions_lists_each_changed_file(bob_instructor: Any) 
 def test_unpublishing_hides_an_exercise_from_learners_and_keeps_its_submissions(
     alice_learner: Any,
 ) -> None:
-    from courses.authoring import exercise_unpublish
+    from authoring.services import exercise_unpublish
     from courses.selectors import exercises_visible_to
     from submissions.models import Submission
     from submissions.services import submission_create
@@ -284,8 +284,8 @@ def test_unpublishing_hides_an_exercise_from_learners_and_keeps_its_submissions(
 def test_a_learner_sees_only_the_modules_they_are_enrolled_in(
     alice_learner: Any, bob_instructor: Any
 ) -> None:
+    from authoring.services import exercise_publish
     from common.errors import InvalidInput
-    from courses.authoring import exercise_publish
     from courses.selectors import exercises_visible_to
     from submissions.services import submission_create
 
@@ -300,7 +300,7 @@ def test_a_learner_sees_only_the_modules_they_are_enrolled_in(
 
 
 def test_an_exercise_is_hidden_until_its_release_date(alice_learner: Any) -> None:
-    from courses.authoring import exercise_schedule_set
+    from authoring.services import exercise_schedule_set
     from courses.selectors import exercises_visible_to
 
     exercise_schedule_set(
@@ -322,8 +322,8 @@ def test_an_exercise_is_hidden_until_its_release_date(alice_learner: Any) -> Non
 
 
 def test_a_due_date_before_the_release_is_refused(catalog: Any) -> None:
+    from authoring.services import exercise_schedule_set
     from common.errors import InvalidInput
-    from courses.authoring import exercise_schedule_set
 
     now = timezone.now()
     with pytest.raises(InvalidInput) as caught:
@@ -344,7 +344,7 @@ def _graded(submission: Any, score: float) -> None:
 def test_a_late_submission_is_marked_late_and_counts_only_if_the_instructor_says_so(
     alice_learner: Any, late_counts: bool
 ) -> None:
-    from courses.authoring import exercise_schedule_set
+    from authoring.services import exercise_schedule_set
     from submissions.services import submission_create
     from web.selectors import gradebook
 
@@ -365,7 +365,7 @@ def test_a_late_submission_is_marked_late_and_counts_only_if_the_instructor_says
 
 
 def test_a_submission_before_the_due_date_is_not_late(alice_learner: Any) -> None:
-    from courses.authoring import exercise_schedule_set
+    from authoring.services import exercise_schedule_set
     from submissions.services import submission_create
 
     exercise_schedule_set(exercise=_exercise(E2E_SLUG), release_at=None,
@@ -382,7 +382,7 @@ def test_a_submission_before_the_due_date_is_not_late(alice_learner: Any) -> Non
 def test_a_preview_of_a_draft_is_graded_against_the_draft_and_counts_nowhere(
     bob_instructor: Any, alice_learner: Any
 ) -> None:
-    from courses.authoring import draft_of
+    from authoring.services import draft_of
     from submissions.selectors import submission_list_own
     from submissions.services import submission_preview_create
     from web.selectors import exercise_stats, gradebook, learner_progress
@@ -406,7 +406,7 @@ def test_a_preview_of_a_draft_is_graded_against_the_draft_and_counts_nowhere(
 def test_a_graded_preview_sends_no_webhook_where_a_learners_grade_does(
     bob_instructor: Any, alice_learner: Any, settings: Any
 ) -> None:
-    from courses.authoring import draft_of
+    from authoring.services import draft_of
     from integrations.models import WebhookDelivery, WebhookEndpoint
     from submissions.services import (
         _tell_integrations,
@@ -438,7 +438,7 @@ def test_a_graded_preview_sends_no_webhook_where_a_learners_grade_does(
 def test_a_module_exported_and_imported_as_a_copy_gets_new_exercises_beside_the_originals(
     bob_instructor: Any,
 ) -> None:
-    from courses.authoring import module_archive_upload, module_create
+    from authoring.services import module_archive_upload, module_create
     from courses.models import Exercise
     from courses.services import module_export
     from grader.spec import Package

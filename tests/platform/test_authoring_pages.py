@@ -5,6 +5,7 @@ validation, publishing, try-as-learner, diffs, import and export, dates; who may
 from __future__ import annotations
 
 import gzip
+import re
 import tarfile
 import tomllib
 from pathlib import Path
@@ -15,7 +16,7 @@ from django.urls import reverse
 from gradlab_fixtures import EXERCISES, MODULE_SLUG, persona
 from platform_helpers import E2E_SLUG
 
-from grader import archive
+from grader.authoring import archive
 from web.manifest_form import apply_form, dumps, form_rows
 
 pytestmark = pytest.mark.django_db
@@ -37,15 +38,20 @@ def _editor(slug: str) -> str:
     return reverse("web:author_exercise", args=[MODULE_SLUG, slug])
 
 
+def _action(name: str, slug: str | None = None) -> str:
+    """The URL of one form action: the module's (`slug` None) or one exercise's."""
+    return reverse(f"web:{name}", args=[MODULE_SLUG] if slug is None else [MODULE_SLUG, slug])
+
+
 def _create(bob: Any, slug: str = "cube-gradient") -> Any:
-    return bob.post(AUTHOR, {"action": "create-exercise", "slug": slug, "title": "Cube"})
+    return bob.post(_action("author_create_exercise"), {"slug": slug, "title": "Cube"})
 
 
 def _form_post(page_html: str, files: dict[str, str], **changes: str) -> dict[str, str]:
     """What the page's form posts: the manifest's form values and every file's text."""
     rows = form_rows(files["exercise.toml"])
     assert rows is not None
-    data = {**rows.fields, "names": rows.names, "action": "save-form"}
+    data = {**rows.fields, "names": rows.names}
     for key, prefix in (("checks", "check"), ("wrong", "wrong"), ("alternative", "alternative")):
         items = getattr(rows, key)
         data[f"{prefix}-count"] = str(len(items))
@@ -57,7 +63,7 @@ def _form_post(page_html: str, files: dict[str, str], **changes: str) -> dict[st
 
 
 def _draft_files(slug: str) -> dict[str, str]:
-    from courses.authoring import draft_get
+    from authoring.services import draft_get
     from courses.models import Exercise
 
     return dict(draft_get(exercise=Exercise.objects.get(slug=slug)).version.files)
@@ -119,7 +125,65 @@ def test_a_learner_gets_403_and_a_reviewer_reads_without_the_forms(
     editor = rita.get(_editor(E2E_SLUG)).content.decode()
     assert 'id="create-exercise"' not in page
     assert 'id="validate-button"' in editor and 'id="publish-button"' not in editor
-    assert rita.post(_editor(E2E_SLUG), {"action": "publish"}).status_code == 403
+    assert rita.post(_action("author_publish", E2E_SLUG)).status_code == 403
+
+
+MODULE_ACTIONS = (
+    "author_create_exercise", "author_create_module", "author_upload_archive",
+    "author_objectives", "author_add_member", "author_roster",
+)  # fmt: skip
+EXERCISE_WRITES = (
+    "author_save", "author_save_toml", "author_save_validate", "author_schedule",
+    "author_publish", "author_unpublish",
+)  # fmt: skip
+
+
+def _posts_to(html: str) -> set[str]:
+    """Where the page's forms and submit buttons post."""
+    return set(re.findall(r'<form method="post" action="([^"]+)"', html)) | set(
+        re.findall(r'formaction="([^"]+)"', html)
+    )
+
+
+def test_each_form_of_the_pages_posts_to_its_own_action(bob: Any) -> None:
+    page = bob.get(AUTHOR).content.decode()
+    editor = bob.get(_editor(E2E_SLUG)).content.decode()
+
+    assert {_action(name) for name in MODULE_ACTIONS} <= _posts_to(page)
+    writes = {_action(name, E2E_SLUG) for name in (*EXERCISE_WRITES, "author_validate")}
+    assert writes <= _posts_to(editor)
+    for value, name in (("save-form", "author_save"), ("save-toml", "author_save_toml"),
+                        ("save-validate", "author_save_validate")):  # fmt: skip
+        assert f'formaction="{_action(name, E2E_SLUG)}" name="action" value="{value}"' in editor
+
+
+def test_the_pages_take_no_post_and_the_actions_no_get(bob: Any) -> None:
+    assert bob.post(AUTHOR).status_code == 405
+    assert bob.post(_editor(E2E_SLUG)).status_code == 405
+    assert bob.get(_action("author_create_exercise")).status_code == 405
+    assert bob.get(_action("author_publish", E2E_SLUG)).status_code == 405
+
+
+def test_a_reviewer_may_validate_but_no_action_that_writes(web: Any, catalog: Any) -> None:
+    from courses.models import ExerciseJob
+
+    rita = web(persona("rita_reviewer", module_slug=MODULE_SLUG, role="reviewer"))
+
+    refused = [rita.post(_action(name)).status_code for name in MODULE_ACTIONS]
+    refused += [rita.post(_action(name, E2E_SLUG)).status_code for name in EXERCISE_WRITES]
+    validated = rita.post(_action("author_validate", E2E_SLUG))
+
+    assert set(refused) == {403}
+    assert validated.status_code == 302
+    assert validated["Location"] == _editor(E2E_SLUG) + "#validation"
+    assert ExerciseJob.objects.filter(exercise__slug=E2E_SLUG).count() == 1
+
+
+def test_an_action_on_a_missing_exercise_or_module_is_a_404(bob: Any) -> None:
+    assert bob.post(_action("author_publish", "no-such-exercise")).status_code == 404
+    assert bob.post(_action("author_validate", "no-such-exercise")).status_code == 404
+    missing = reverse("web:author_create_exercise", args=["no-such-module"])
+    assert bob.post(missing, {"slug": "x"}).status_code == 404
 
 
 def test_creating_an_exercise_opens_its_editor_with_form_files_and_preview(bob: Any) -> None:
@@ -143,7 +207,7 @@ def test_saving_the_form_writes_the_manifest_and_every_file(bob: Any) -> None:
         "wrong-new-file": "wrong/sign-error.py", "wrong-new-diagnosis": "sign-error",
     })  # fmt: skip
 
-    bob.post(_editor("cube-gradient"), data)
+    bob.post(_action("author_save", "cube-gradient"), data)
 
     saved = _draft_files("cube-gradient")
     manifest = tomllib.loads(saved["exercise.toml"])
@@ -158,7 +222,7 @@ def test_an_invalid_toml_save_is_kept_and_the_page_names_the_file_and_field(bob:
     files = _draft_files("cube-gradient")
     toml_text = files["exercise.toml"].replace("points = 10", "points = 9")
 
-    response = bob.post(_editor("cube-gradient"), {"action": "save-toml", "toml": toml_text},
+    response = bob.post(_action("author_save_toml", "cube-gradient"), {"toml": toml_text},
                         follow=True)  # fmt: skip
 
     page = response.content.decode()
@@ -174,7 +238,7 @@ def test_the_problem_names_the_line_the_editor_marks_and_every_file_gets_its_lan
     files = _draft_files("cube-gradient")
     toml_text = files["exercise.toml"].replace('target = "y"', 'target = "z"')
 
-    page = bob.post(_editor("cube-gradient"), {"action": "save-toml", "toml": toml_text},
+    page = bob.post(_action("author_save_toml", "cube-gradient"), {"toml": toml_text},
                     follow=True).content.decode()  # fmt: skip
 
     line = toml_text.splitlines().index('target = "z"') + 1
@@ -193,7 +257,7 @@ def _running_validation(slug: str, outcome: dict[str, Any]) -> None:
 
 
 def _partial_outcome() -> dict[str, Any]:
-    from courses.validation import MutantRow, ValidationOutcome, ValidationRow, outcome_json
+    from authoring.validation import MutantRow, ValidationOutcome, ValidationRow, outcome_json
 
     return outcome_json(ValidationOutcome(
         ok=False,
@@ -213,7 +277,7 @@ def test_a_running_validation_shows_the_rows_so_far_and_how_many_are_to_come(
     bob: Any,
 ) -> None:
     _create(bob)
-    bob.post(_editor("cube-gradient"), {"action": "validate"})
+    bob.post(_action("author_validate", "cube-gradient"))
     _running_validation("cube-gradient", _partial_outcome())
 
     status = bob.get(reverse("web:author_validation", args=[MODULE_SLUG, "cube-gradient"])).json()
@@ -256,9 +320,9 @@ def test_validate_starts_a_job_the_status_endpoint_shows_and_publish_is_refused(
 ) -> None:
     _create(bob)
 
-    bob.post(_editor("cube-gradient"), {"action": "validate"})
+    bob.post(_action("author_validate", "cube-gradient"))
     status = bob.get(reverse("web:author_validation", args=[MODULE_SLUG, "cube-gradient"]))
-    refused = bob.post(_editor("cube-gradient"), {"action": "publish"}, follow=True)
+    refused = bob.post(_action("author_publish", "cube-gradient"), follow=True)
 
     assert status.json()["status"] == "queued" and status.json()["pending"] is True
     assert "Validation of draft" in status.json()["html"]
@@ -285,7 +349,7 @@ def test_trying_a_draft_as_a_learner_makes_a_preview_submission_the_author_sees(
 
 def test_the_diff_page_shows_the_draft_against_the_published_version(bob: Any) -> None:
     files = _draft_files(E2E_SLUG)
-    bob.post(_editor(E2E_SLUG), _form_post("", files, **{
+    bob.post(_action("author_save", E2E_SLUG), _form_post("", files, **{
         "file:statement.md": files["statement.md"] + "\nA new hint.\n"}))  # fmt: skip
 
     editor = bob.get(_editor(E2E_SLUG)).content.decode()
@@ -306,7 +370,7 @@ def test_a_module_downloads_and_an_upload_becomes_drafts(bob: Any) -> None:
     files[f"{E2E_SLUG}/statement.md"] += "\nImported.\n"
     upload = SimpleUploadedFile("m.zip", archive.write_archive(files, "zip"))
 
-    response = bob.post(AUTHOR, {"action": "upload", "archive": upload}, follow=True)
+    response = bob.post(_action("author_upload_archive"), {"archive": upload}, follow=True)
 
     assert download["Content-Type"] == "application/zip"
     assert "Imported" in response.content.decode()
@@ -318,7 +382,7 @@ def test_a_hostile_upload_shows_the_refusal_and_changes_nothing(bob: Any) -> Non
 
     upload = SimpleUploadedFile("evil.zip", archive.write_archive({"run.sh": "rm -rf /\n"}, "zip"))
 
-    response = bob.post(AUTHOR, {"action": "upload", "archive": upload}, follow=True)
+    response = bob.post(_action("author_upload_archive"), {"archive": upload}, follow=True)
 
     assert "evil.zip/run.sh: unknown file" in response.content.decode()
 
@@ -335,7 +399,7 @@ def test_an_upload_declaring_a_256_mib_long_name_shows_the_refusal(bob: Any) -> 
 
     upload = SimpleUploadedFile("evil.tar.gz", data)
 
-    response = bob.post(AUTHOR, {"action": "upload", "archive": upload}, follow=True)
+    response = bob.post(_action("author_upload_archive"), {"archive": upload}, follow=True)
 
     assert response.status_code == 200
     assert "evil.tar.gz: a GNU long name of 268435456 bytes" in response.content.decode()
@@ -345,8 +409,8 @@ def test_an_upload_declaring_a_256_mib_long_name_shows_the_refusal(bob: Any) -> 
 def test_dates_are_set_on_the_page(bob: Any) -> None:
     from courses.models import Exercise
 
-    bob.post(_editor(E2E_SLUG), {"action": "schedule", "release_at": "",
-                                 "due_at": "2026-12-24T18:00"})  # fmt: skip
+    bob.post(_action("author_schedule", E2E_SLUG), {"release_at": "",
+                                                    "due_at": "2026-12-24T18:00"})  # fmt: skip
 
     exercise = Exercise.objects.get(slug=E2E_SLUG)
     assert (
@@ -370,8 +434,8 @@ def test_the_teach_page_starts_a_regrade_preview_job(bob: Any) -> None:
 
 
 def test_a_function_exercise_is_created_from_its_scaffold(bob: Any) -> None:
-    response = bob.post(AUTHOR, {"action": "create-exercise", "slug": "cube-grad",
-                                 "kind": "function"})  # fmt: skip
+    response = bob.post(_action("author_create_exercise"), {"slug": "cube-grad",
+                                                            "kind": "function"})  # fmt: skip
 
     files = _draft_files("cube-grad")
     assert response.status_code == 302
@@ -385,10 +449,10 @@ def test_a_function_exercise_gets_its_cases_file_from_the_page(bob: Any) -> None
     files = _draft_files("cube-gradient")
     cases = "def make_cases(seed, trials):\n    return []\n"
 
-    bob.post(_editor("cube-gradient"), _form_post("", files, **{
+    bob.post(_action("author_save", "cube-gradient"), _form_post("", files, **{
         "new_file_kind": "cases.py", "new_file_text": cases}))  # fmt: skip
 
-    from courses.authoring import draft_get
+    from authoring.services import draft_get
     from courses.models import Exercise
 
     assert _draft_files("cube-gradient")["cases.py"] == cases

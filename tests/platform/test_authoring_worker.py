@@ -29,7 +29,7 @@ def _exercise() -> Any:
 def test_a_new_draft_validates_in_the_background_and_then_publishes(
     grading_worker: Any, bob_instructor: Any
 ) -> None:
-    from courses.authoring import draft_validate, exercise_create, exercise_publish
+    from authoring.services import draft_validate, exercise_create, exercise_publish
     from courses.models import Module
 
     exercise_create(
@@ -61,7 +61,7 @@ def _snapshot(job_id: int) -> tuple[str, int, int] | None:
 def test_a_running_validation_shows_its_rows_as_they_arrive(
     grading_worker: Any, bob_instructor: Any
 ) -> None:
-    from courses.authoring import draft_validate, exercise_create
+    from authoring.services import draft_validate, exercise_create
     from courses.models import Module
 
     exercise_create(
@@ -89,8 +89,8 @@ def test_a_running_validation_shows_its_rows_as_they_arrive(
 def test_a_wrong_solution_with_the_wrong_diagnosis_fails_validation_and_blocks_publishing(
     grading_worker: Any, bob_instructor: Any
 ) -> None:
+    from authoring.services import draft_save, draft_validate, exercise_create, exercise_publish
     from common.errors import Conflict
-    from courses.authoring import draft_save, draft_validate, exercise_create, exercise_publish
     from courses.models import Module
 
     draft = exercise_create(

@@ -41,7 +41,7 @@ def test_issue_token_for_a_missing_user_without_create_fails_clearly(catalog: An
 
 
 def test_issue_token_instructor_makes_an_instructor_of_every_module(catalog: Any) -> None:
-    from accounts.selectors import modules_taught_by
+    from courses.access import modules_taught_by
     from courses.models import Module
 
     _run("issue_token", "frank", "--create", "--instructor")

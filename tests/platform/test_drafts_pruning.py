@@ -28,7 +28,7 @@ def _drafts(slug: str) -> list[str]:
 
 
 def _save(exercise: Any, files: dict[str, str], user: Any, mark: str) -> Any:
-    from courses.authoring import draft_save
+    from authoring.services import draft_save
 
     changed = {**files, "solution.py": files["solution.py"] + f"# {mark}\n"}
     draft = draft_save(exercise=exercise, files=changed, user=user)
@@ -38,7 +38,7 @@ def _save(exercise: Any, files: dict[str, str], user: Any, mark: str) -> Any:
 
 def _edited_exercise(user: Any, slug: str, saves: int) -> tuple[Any, list[Any]]:
     """An exercise with `saves` drafts after its first, "# save 1" .. "# save <saves>"."""
-    from courses.authoring import exercise_create
+    from authoring.services import exercise_create
     from courses.models import Module
 
     first = exercise_create(module=Module.objects.get(slug=MODULE_SLUG), slug=slug, user=user)
@@ -51,7 +51,7 @@ def _edited_exercise(user: Any, slug: str, saves: int) -> tuple[Any, list[Any]]:
 def test_the_last_drafts_and_every_draft_in_use_are_kept_and_the_rest_deleted(
     bob_instructor: Any,
 ) -> None:
-    from courses.authoring import draft_validate
+    from authoring.services import draft_validate
     from courses.models import ExerciseVersion
     from courses.pruning import drafts_prune
     from submissions.services import submission_preview_create
@@ -92,7 +92,7 @@ def test_keeping_none_leaves_only_the_drafts_in_use_of_every_exercise(
 
 
 def test_a_published_version_is_never_pruned(bob_instructor: Any) -> None:
-    from courses.authoring import draft_validate, exercise_publish
+    from authoring.services import draft_validate, exercise_publish
     from courses.models import ExerciseJob, ExerciseVersion
     from courses.pruning import drafts_prune
 

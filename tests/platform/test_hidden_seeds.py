@@ -28,7 +28,7 @@ def _submission(learner: Any) -> Any:
 
 
 def test_a_submission_gets_its_own_seed_once_and_keeps_it(alice_learner: Any) -> None:
-    from submissions import grading
+    from grading import bridge
     from submissions.models import Submission
     from submissions.services import _hidden_seed
 
@@ -38,4 +38,4 @@ def test_a_submission_gets_its_own_seed_once_and_keeps_it(alice_learner: Any) ->
     assert _hidden_seed(Submission.objects.get(pk=first.pk)) == seed  # reproduced
     assert _hidden_seed(second) != seed  # another submission, other hidden inputs
     version_seed = first.version.hidden_seed
-    assert seed == grading.seed_for(version_seed, first.pk) != version_seed
+    assert seed == bridge.seed_for(version_seed, first.pk) != version_seed

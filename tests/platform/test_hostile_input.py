@@ -135,7 +135,8 @@ def test_the_author_pages_take_a_manifest_nested_too_deeply_and_name_it(
     editor = reverse("web:author_exercise", args=[MODULE_SLUG, "cube-gradient"])
     deep = "a = " + "[" * 50_000 + "]" * 50_000 + "\n"
 
-    saved = bob.post(editor, {"action": "save-toml", "toml": deep})
+    save_toml = reverse("web:author_save_toml", args=[MODULE_SLUG, "cube-gradient"])
+    saved = bob.post(save_toml, {"toml": deep})
     page = bob.get(editor)
 
     assert saved.status_code < 500 and page.status_code == 200

@@ -28,8 +28,8 @@ def _finished(job_id: int) -> Any:
 
 
 def _create(kind: str, user: Any, slug: str = E2E_SLUG) -> Any:
+    from authoring.jobs import exercise_job_create
     from courses.models import Exercise
-    from courses.services import exercise_job_create
 
     return exercise_job_create(exercise=Exercise.objects.get(slug=slug), kind=kind, user=user)
 

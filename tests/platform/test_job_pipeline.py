@@ -48,7 +48,7 @@ def _job(requested_by: Any, **fields: Any) -> Any:
 
 
 def _kinds() -> dict[str, Any]:
-    from courses.services import EXERCISE_JOBS
+    from authoring.jobs import EXERCISE_JOBS
     from submissions.services import SUBMISSIONS
 
     return {"submission": SUBMISSIONS, "exercise job": EXERCISE_JOBS}
@@ -96,8 +96,8 @@ def test_a_new_submission_is_sent_to_its_queue_only_once_committed(
 def test_a_new_instructor_job_is_queued_with_a_lease_and_sent_once_committed(
     bob_instructor: Any, worker_queue: str, django_capture_on_commit_callbacks: Any, settings: Any
 ) -> None:
+    from authoring.jobs import exercise_job_create
     from courses.models import Exercise
-    from courses.services import exercise_job_create
 
     settings.GRADLAB_QUEUED_LEASE_SECONDS = 77
     with django_capture_on_commit_callbacks(execute=True):
@@ -169,7 +169,7 @@ def test_only_the_current_claim_may_write_its_result(make_row: Any) -> None:
 
 
 def test_running_an_instructor_job_that_is_not_queued_does_nothing(bob_instructor: Any) -> None:
-    from courses.services import exercise_job_run
+    from authoring.jobs import exercise_job_run
 
     done = _job(bob_instructor, status="done", attempts=1, outcome={"regraded": 0})
 
@@ -233,7 +233,7 @@ def test_the_sweep_fails_a_row_that_used_every_attempt_and_sends_nothing(
 def test_an_instructor_job_lost_after_every_attempt_keeps_no_partial_outcome(
     bob_instructor: Any, settings: Any
 ) -> None:
-    from courses.services import exercise_jobs_sweep
+    from authoring.jobs import exercise_jobs_sweep
 
     settings.GRADLAB_MAX_ATTEMPTS = 2
     partial = {"ok": False, "rows": [{"name": "reference: solution.py"}], "pending": 4}

@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import reverse
 from gradlab_fixtures import EXERCISES, MODULE_SLUG, persona
 
-from grader.diagnose import DIAGNOSES
+from grader.checks.diagnoses.catalogue import DIAGNOSES
 from grader.protocol import CheckResult, IntegrityFlag, Report
 from grader.spec import load_package
 
@@ -352,8 +352,8 @@ def test_the_latest_is_the_newest_by_creation_and_the_higher_id_breaks_a_tie(
 def test_objectives_are_replaced_in_order_and_one_still_tagged_cannot_be_removed(
     catalog: Any,
 ) -> None:
+    from authoring.services import module_objectives_set
     from common.errors import InvalidInput
-    from courses.authoring import module_objectives_set
     from courses.selectors import module_objectives
 
     before = [{"id": o.id, "title": o.title} for o in module_objectives(catalog)]
@@ -371,7 +371,7 @@ def test_objectives_are_replaced_in_order_and_one_still_tagged_cannot_be_removed
 def test_a_draft_tagged_with_an_objective_the_module_lacks_names_the_check(
     bob_instructor: Any,
 ) -> None:
-    from courses.authoring import draft_save
+    from authoring.services import draft_save
     from courses.models import Exercise
 
     exercise = Exercise.objects.get(slug="chain-rule")
@@ -386,10 +386,11 @@ def test_a_draft_tagged_with_an_objective_the_module_lacks_names_the_check(
 def test_an_exported_module_toml_carries_changed_objectives_and_reads_back_the_same(
     catalog: Any,
 ) -> None:
-    from courses.authoring import module_objectives_set
+    from authoring.services import module_objectives_set
     from courses.selectors import module_objectives
     from courses.services import module_export
-    from grader import archive, spec
+    from grader import spec
+    from grader.authoring import archive
 
     objectives = [{"id": o.id, "title": o.title} for o in module_objectives(catalog)]
     module_objectives_set(module=catalog, objectives=[*objectives, {"id": "x-y", "title": "Ω"}])
@@ -430,8 +431,9 @@ def test_the_authoring_pages_edit_the_modules_objectives_and_list_them_by_the_ch
     lines = "".join(f"{o.id}: {o.title}\n" for o in module_objectives(module))
     assert lines in bob.get(author).content.decode()  # the textarea holds them, in order
 
-    saved = bob.post(author, {"action": "objectives", "objectives": lines + "\nautograd-api: X\n"})
-    refused = bob.post(author, {"action": "objectives", "objectives": "no colon"}, follow=True)
+    objectives = reverse("web:author_objectives", args=[MODULE_SLUG])
+    saved = bob.post(objectives, {"objectives": lines + "\nautograd-api: X\n"})
+    refused = bob.post(objectives, {"objectives": "no colon"}, follow=True)
 
     assert saved.status_code == 302
     assert module_objectives(module)[-1].id == "autograd-api"
@@ -489,7 +491,7 @@ def test_the_class_mastery_reads_a_fixed_number_of_queries_whatever_the_class_si
 def test_a_module_imported_as_a_copy_gains_the_objectives_its_checks_name(
     catalog: Any, bob_instructor: Any
 ) -> None:
-    from courses.authoring import module_archive_upload, module_create
+    from authoring.services import module_archive_upload, module_create
     from courses.selectors import module_objectives
     from courses.services import module_export
 

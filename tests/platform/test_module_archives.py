@@ -12,7 +12,7 @@ import pytest
 from gradlab_fixtures import EXERCISES, MODULE_SLUG
 from platform_helpers import write_module
 
-from grader import archive
+from grader.authoring import archive
 from grader.spec import PackageError
 
 pytestmark = pytest.mark.django_db

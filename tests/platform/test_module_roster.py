@@ -17,6 +17,7 @@ from platform_helpers import E2E_SLUG, package_file
 pytestmark = pytest.mark.django_db
 
 AUTHOR = f"/teach/{MODULE_SLUG}/author/"
+ROSTER = f"/teach/{MODULE_SLUG}/author/members/roster/"
 
 
 def _issue(*args: str) -> tuple[list[str], str]:
@@ -110,10 +111,10 @@ def test_a_user_enrolled_nowhere_gets_unknown_exercise(catalog: Any) -> None:
 
 def _upload(client: Any, text: str | bytes, *, create: bool = False) -> Any:
     data = text.encode() if isinstance(text, str) else text
-    form: dict[str, Any] = {"action": "roster-csv", "roster": SimpleUploadedFile("r.csv", data)}
+    form: dict[str, Any] = {"roster": SimpleUploadedFile("r.csv", data)}
     if create:
         form["create"] = "1"
-    return client.post(AUTHOR, form, follow=True)
+    return client.post(ROSTER, form, follow=True)
 
 
 def _messages(response: Any) -> list[str]:
@@ -175,16 +176,15 @@ def test_a_csv_roster_that_is_not_utf8_is_refused_on_the_page(
 
 
 def test_a_reviewer_cannot_upload_a_csv_roster(web: Any, bob_instructor: Any) -> None:
-    from accounts.services import enrollment_set
     from courses.models import Module
+    from courses.roster import enrollment_set
 
     rita = persona("rita_reviewer")
     enrollment_set(user=rita, module=Module.objects.get(slug=MODULE_SLUG), role="reviewer")
 
     response = web(rita).post(
-        AUTHOR,
+        ROSTER,
         {
-            "action": "roster-csv",
             "roster": SimpleUploadedFile("r.csv", b"username\nrita_reviewer\n"),
         },
     )

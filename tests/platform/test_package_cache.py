@@ -1,4 +1,4 @@
-"""A worker parses a stored exercise version once per content (submissions.grading's
+"""A worker parses a stored exercise version once per content (grading.bridge's
 package cache, issue 12): later jobs of the same files reuse the parsed package, other
 content is parsed anew, and an invalid package is refused every time, never cached."""
 
@@ -21,37 +21,37 @@ def _files(slug: str) -> dict[str, str]:
 
 
 def test_the_same_files_give_the_same_parsed_package_without_parsing_again() -> None:
-    from submissions import grading
+    from grading import bridge
 
     files = _files("chain-rule")
-    first = grading.package_of(files)
-    again = grading.package_of(dict(files))  # another dict, equal content
+    first = bridge.package_of(files)
+    again = bridge.package_of(dict(files))  # another dict, equal content
     assert again is first
     assert again == Package.from_files(files)
 
 
 def test_edited_files_are_parsed_as_a_package_of_their_own() -> None:
-    from submissions import grading
+    from grading import bridge
 
     files = _files("chain-rule")
     edited = {**files, "solution.py": files["solution.py"] + "\n# edited\n"}
-    package, other = grading.package_of(files), grading.package_of(edited)
+    package, other = bridge.package_of(files), bridge.package_of(edited)
     assert other is not package
     assert other.solution.endswith("# edited\n")
     assert package.solution == files["solution.py"]
 
 
 def test_an_invalid_package_is_refused_each_time_and_never_cached() -> None:
-    from submissions import grading
+    from grading import bridge
 
     broken = {**_files("chain-rule"), "exercise.toml": "slug = "}
     for _ in range(2):
         with pytest.raises(ExerciseError, match="stored exercise version is invalid"):
-            grading.package_of(broken)
+            bridge.package_of(broken)
 
 
 def test_the_cache_keeps_at_most_its_size_dropping_the_least_recently_used() -> None:
-    from submissions.grading import _Packages
+    from grading.bridge import _Packages
 
     packages = _Packages(size=2)
     slugs = ("chain-rule", "first-gradient", "retain-graph")

@@ -329,10 +329,10 @@ def graded(passed: bool, diagnosis: str = "") -> Any:
 def test_validation_page_shows_the_mutant_table_and_each_survivors_diff_escaped(
     catalog: Any, bob_instructor: Any
 ) -> None:
+    from authoring.validation import outcome_json, outcome_of
     from courses.models import Exercise, ExerciseJob
-    from courses.validation import outcome_json, outcome_of
-    from grader.mutants import classify, generate
-    from grader.validation import Validation, ValidationItem
+    from grader.authoring.mutants import classify, generate
+    from grader.authoring.validation import Validation, ValidationItem
 
     made = {m.name: m for m in generate(MUTATED)}
     results = (

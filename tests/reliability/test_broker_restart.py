@@ -35,9 +35,9 @@ def test_queued_submissions_are_sent_again_at_once_after_a_redis_restart(
     broker: PrivateRedis, alice_learner: Any, worker_queue: str, settings: Any
 ) -> None:
     from common.owner import current
+    from ops.tasks import sweep_submissions
     from submissions.models import Submission
     from submissions.services import submission_create
-    from submissions.tasks import sweep_submissions
 
     settings.GRADLAB_RATE_LIMIT_COUNT = QUEUED + 5
     queued = [submission_create(learner=alice_learner, exercise_slug=E2E_SLUG, code="x = 1")[0]
@@ -64,8 +64,8 @@ def test_a_restart_before_the_first_sweep_is_noticed_from_the_run_id_a_worker_re
     broker: PrivateRedis, alice_learner: Any, worker_queue: str, settings: Any
 ) -> None:
     from config.celery_app import _record_broker_run
+    from ops.tasks import sweep_submissions
     from submissions.services import submission_create
-    from submissions.tasks import sweep_submissions
 
     settings.GRADLAB_RATE_LIMIT_COUNT = QUEUED + 5
     _record_broker_run()  # a worker started (worker_ready): no sweep has run yet

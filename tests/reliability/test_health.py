@@ -36,7 +36,7 @@ def test_readiness_fails_until_a_first_sweep_has_run(client: Any) -> None:
 
 
 def test_the_sweep_task_records_its_heartbeat_and_readiness_passes(client: Any) -> None:
-    from submissions.tasks import sweep_submissions
+    from ops.tasks import sweep_submissions
 
     sweep_submissions()  # the task's body, in this process
 

@@ -1,5 +1,5 @@
 """Prometheus metrics (`/metrics`, ops.metrics) read from the real database and Redis,
-behind a token or an address allow-list; log lines carrying the job's ids (ops.logs), in
+behind a token or an address allow-list; log lines carrying the job's ids (common.logs), in
 plain text or JSON."""
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def test_metrics_show_the_brokers_queue_depth_and_the_sweeps_age(
 
 
 def _captured(formatter: logging.Formatter) -> tuple[logging.Logger, io.StringIO]:
-    from ops.logs import JobContextFilter
+    from common.logs import JobContextFilter
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -162,7 +162,7 @@ def _captured(formatter: logging.Formatter) -> tuple[logging.Logger, io.StringIO
 
 
 def test_json_log_lines_carry_the_ids_bound_for_the_job_and_only_inside_it() -> None:
-    from ops.logs import JsonFormatter, job_context
+    from common.logs import JsonFormatter, job_context
 
     logger, stream = _captured(JsonFormatter())
     logger.info("before")
@@ -190,7 +190,7 @@ def test_json_log_lines_carry_the_ids_bound_for_the_job_and_only_inside_it() -> 
 
 
 def test_plain_log_lines_append_the_jobs_ids() -> None:
-    from ops.logs import PlainFormatter, job_context
+    from common.logs import PlainFormatter, job_context
 
     logger, stream = _captured(PlainFormatter())
     with job_context(submission_id=7, job_id="submission-7-2"):

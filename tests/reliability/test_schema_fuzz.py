@@ -42,22 +42,42 @@ def _schema(url: str, config: SchemathesisConfig) -> Any:
     return schemathesis.openapi.from_url(f"{url}/api/v1/schema/", config=config)
 
 
-@pytest.fixture
-def learner_api_schema(live_server: Any, worker_queue: str) -> Any:
-    """The schema as the live server serves it (no worker consumes `worker_queue`)."""
+@pytest.fixture(scope="module")
+def api_schema(live_server: Any) -> Any:
+    """The schema as the live server (one per test process) serves it, fetched and parsed
+    once for both personas: it is the same document whoever asks."""
     return _schema(live_server.url, FUZZING_ONLY)
 
 
 @pytest.fixture
-def instructor_api_schema(live_server: Any, worker_queue: str) -> Any:
-    return _schema(live_server.url, FUZZING_ONLY)
+def learner_api_schema(api_schema: Any, worker_queue: str) -> Any:
+    """The served schema (no worker consumes `worker_queue`)."""
+    return api_schema
 
 
-def _token(user: Any, settings: Any) -> str:
+@pytest.fixture
+def instructor_api_schema(api_schema: Any, worker_queue: str) -> Any:
+    return api_schema
+
+
+def _authorization(user: Any, settings: Any) -> dict[str, str]:
+    """The user's token header, set up once per test (not per generated case: token_issue
+    gives a user the same token every time, and each `settings.X = ...` stacks one more
+    override that every later settings read in the live server walks through)."""
     from accounts.services import token_issue
 
     settings.GRADLAB_RATE_LIMIT_COUNT = 3  # the fuzzer also meets the 429 of the rate limit
-    return str(token_issue(user=user))
+    return {"Authorization": f"Token {token_issue(user=user)}"}
+
+
+@pytest.fixture
+def learner_authorization(alice_learner: Any, settings: Any) -> dict[str, str]:
+    return _authorization(alice_learner, settings)
+
+
+@pytest.fixture
+def instructor_authorization(bob_instructor: Any, settings: Any) -> dict[str, str]:
+    return _authorization(bob_instructor, settings)
 
 
 learner_schema = schemathesis.pytest.from_fixture("learner_api_schema")
@@ -71,18 +91,18 @@ FUZZ = hypothesis_settings(
 @learner_schema.parametrize()
 @FUZZ
 def test_a_learners_generated_requests_get_declared_answers_and_never_a_500(
-    case: Any, alice_learner: Any, settings: Any
+    case: Any, learner_authorization: dict[str, str]
 ) -> None:
-    response = case.call(headers={"Authorization": f"Token {_token(alice_learner, settings)}"})
+    response = case.call(headers=dict(learner_authorization))
     case.validate_response(response, checks=CHECKS)
 
 
 @instructor_schema.parametrize()
 @FUZZ
 def test_an_instructors_generated_requests_get_declared_answers_and_never_a_500(
-    case: Any, bob_instructor: Any, settings: Any
+    case: Any, instructor_authorization: dict[str, str]
 ) -> None:
     if "module" in (case.path_parameters or {}):
         case.path_parameters["module"] = MODULE_SLUG  # the course endpoints, past their 404
-    response = case.call(headers={"Authorization": f"Token {_token(bob_instructor, settings)}"})
+    response = case.call(headers=dict(instructor_authorization))
     case.validate_response(response, checks=CHECKS)

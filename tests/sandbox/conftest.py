@@ -18,7 +18,7 @@ from sandbox_helpers import (
 )
 
 from grader.protocol import Limits, SandboxRequest, SandboxResult
-from grader.sandbox import get_backend
+from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
 from grader.sandbox.bubblewrap import BubblewrapSandbox
 
@@ -86,9 +86,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
                 pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but Docker is unavailable: {reason}")
             pytest.skip(reason)
     if request.param in {"bubblewrap-zygote", "docker-zygote"}:
-        name, mode = request.param.split("-")
-        kept = get_backend(name, **{mode: True})
+        name = request.param.removesuffix("-zygote")
+        kept = build_backend(SandboxConfig(backend=name, zygote=True))
         yield kept
         kept.close()  # type: ignore[attr-defined]
         return
-    yield get_backend(request.param)
+    yield build_backend(SandboxConfig(backend=request.param))

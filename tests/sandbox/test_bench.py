@@ -1,4 +1,4 @@
-"""`python -m grader.bench` prints its figures (it asserts no timing, and neither do we)."""
+"""`python -m grader.authoring.bench` prints its figures (it asserts no timing, nor do we)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from grader import bench
+from grader.authoring import bench
 
 pytestmark = pytest.mark.sandbox
 
@@ -17,7 +17,7 @@ def test_the_benchmark_command_prints_min_median_and_p95_on_its_smallest_input(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # The smallest input: one run of the sandbox figures alone, on a function exercise (no
-    # scaled run). `make bench` and `python -m grader.bench` take every figure; the suite
+    # scaled run). `make bench` and `python -m grader.authoring.bench` take every figure; the suite
     # only checks that the command works and prints its table.
     bench.main(["--runs", "1", "--exercise", "safe-backward", "--measures", "sandbox"])
     lines = capsys.readouterr().out.splitlines()

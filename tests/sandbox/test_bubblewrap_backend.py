@@ -31,7 +31,7 @@ from sandbox_helpers import (
 )
 
 from grader.protocol import InfrastructureError, Limits, RunStatus, SandboxRequest
-from grader.sandbox import get_backend
+from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.bubblewrap import BubblewrapSandbox
 from grader.sandbox.config import DEFAULT_RUNTIME_DIR
 
@@ -418,7 +418,7 @@ def test_the_next_job_runs_normally_after_a_killed_one(run_raw: RawRun) -> None:
 
 
 def test_runtime_key_names_the_backend_torch_and_device() -> None:
-    key = get_backend("bubblewrap").runtime_key("cpu")
+    key = build_backend(SandboxConfig()).runtime_key("cpu")
     backend, torch_version, device = key.split(" ")
     assert backend == "bubblewrap"
     assert torch_version.startswith("torch-2.")
@@ -436,7 +436,7 @@ def test_a_cuda_job_without_a_usable_gpu_runs_on_cpu_and_says_so(run_raw: RawRun
     assert result.status is RunStatus.OK
     assert result.stdout == b"cpu False\n"
     assert "ran on CPU" in result.message
-    assert get_backend("bubblewrap").runtime_key("cuda").endswith(" cpu")
+    assert build_backend(SandboxConfig()).runtime_key("cuda").endswith(" cpu")
 
 
 def test_a_missing_bwrap_is_an_infrastructure_error() -> None:

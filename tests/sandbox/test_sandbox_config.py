@@ -1,10 +1,15 @@
 """One configuration channel: the backends take explicit arguments only; SandboxConfig is
-built from the environment (the CLI) or from settings (the platform), and every variable
-is in the README's table."""
+read from the environment (the CLI, and the platform's settings) and build_backend builds
+the backend it describes; every variable is in docs/operations.md's table."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,12 +33,51 @@ def test_no_backend_module_reads_the_environment_itself() -> None:
     assert readers == []
 
 
-def test_every_variable_is_in_the_readme_table_and_the_settings() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_every_variable_is_in_the_operations_table_and_named_by_the_config_alone() -> None:
+    """The settings read the variables through SandboxConfig.from_environ: one place for
+    their names and defaults (GRADLAB_DEVICE is also the settings' device of every job)."""
+    readme = (ROOT / "docs" / "operations.md").read_text()
     settings = (ROOT / "platform" / "config" / "settings" / "base.py").read_text()
+    assert "SandboxConfig.from_environ(os.environ)" in settings
     for name in ENVIRONMENT:
         assert f"| `{name}`" in readme, name
-        assert f'"{name}"' in settings, name
+        if name != "GRADLAB_DEVICE":
+            assert f'"{name}"' not in settings, name
+
+
+def test_the_platform_builds_its_backend_from_every_variable(tmp_path: Path) -> None:
+    values = {
+        "GRADLAB_SANDBOX": "docker",
+        "GRADLAB_SANDBOX_RUNTIME": str(tmp_path / "runtime env"),
+        "GRADLAB_SANDBOX_HARNESS": str(tmp_path / "harness"),
+        "GRADLAB_SANDBOX_PUBLISH_DIR": str(tmp_path / "published"),
+        "GRADLAB_SANDBOX_USER": "someone",
+        "GRADLAB_SANDBOX_WARM": "yes",
+        "GRADLAB_SANDBOX_ZYGOTE": "on",
+        "GRADLAB_ZYGOTE_JOBS": "7",
+        "GRADLAB_CGROUP_PARENT": "/gradlab.slice",
+        "GRADLAB_SANDBOX_IMAGE": "registry.example.org/sandbox:1",
+        "GRADLAB_DEVICE": "cuda",
+    }
+    assert set(values) == set(ENVIRONMENT)
+    code = (
+        "import dataclasses, django, json; django.setup();"
+        "from grading.bridge import sandbox_config;"
+        "print(json.dumps(dataclasses.asdict(sandbox_config()), default=str))"
+    )
+    environ = {
+        **os.environ,
+        **values,
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}",
+        "SECRET_KEY": "only-for-this-test",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    expected = dataclasses.asdict(SandboxConfig.from_environ(values))
+    assert json.loads(done.stdout) == json.loads(json.dumps(expected, default=str))
 
 
 def test_an_empty_environment_gives_the_defaults() -> None:

@@ -24,15 +24,10 @@ import pytest
 from sandbox_helpers import ROOT, assert_no_leftovers, job_prefix
 
 from grader.cache import ReferenceCache
-from grader.engine import (
-    DEV_SEED,
-    GradeJob,
-    grade,
-    grade_with_capture,
-    reference_capture,
-    scaled_reference,
-)
+from grader.engine import DEV_SEED, GradeJob, grade, grade_with_capture
 from grader.protocol import Report
+from grader.runs.reference import reference_capture
+from grader.runs.second import scaled_reference
 from grader.sandbox.base import Sandbox
 from grader.spec import Package, load_package
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -9,6 +10,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+from grader.protocol import InfrastructureError
+from grader.sandbox.config import SandboxConfig
 
 BASE_DIR = Path(__file__).resolve().parents[3]  # the repository root
 VAR_DIR = Path(env_str("GRADLAB_VAR_DIR", str(BASE_DIR / "var")))
@@ -30,9 +33,11 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served locally (no CDN)
+    "grading",  # the bridge to grader/ (platform/grading)
     "accounts",
     "courses",
     "submissions",
+    "authoring",  # drafts, validation and regrade jobs (platform/authoring)
     "api",
     "web",
     "integrations",  # course API tokens, idempotency keys, webhooks
@@ -182,18 +187,26 @@ GRADLAB_GPU_QUEUE_ENABLED = env_bool("GRADLAB_GPU_QUEUE_ENABLED", False)
 
 # --- Grading ---------------------------------------------------------------------------
 GRADLAB_EXERCISES_DIR = Path(env_str("GRADLAB_EXERCISES_DIR", str(BASE_DIR / "exercises")))
-GRADLAB_SANDBOX = env_str("GRADLAB_SANDBOX", "bubblewrap")
-# The sandbox backend's configuration (grader.sandbox.config.SandboxConfig; the backends
-# read no environment themselves). Empty paths mean the backend's defaults.
-GRADLAB_SANDBOX_RUNTIME = env_str("GRADLAB_SANDBOX_RUNTIME", "/opt/gradlab/sandbox-env")
-GRADLAB_SANDBOX_HARNESS = env_str("GRADLAB_SANDBOX_HARNESS", "")
-GRADLAB_SANDBOX_PUBLISH_DIR = env_str("GRADLAB_SANDBOX_PUBLISH_DIR", "")
-GRADLAB_SANDBOX_USER = env_str("GRADLAB_SANDBOX_USER", "gradlab-sandbox")
-GRADLAB_SANDBOX_WARM = env_bool("GRADLAB_SANDBOX_WARM", False)
-GRADLAB_SANDBOX_ZYGOTE = env_bool("GRADLAB_SANDBOX_ZYGOTE", False)
-GRADLAB_ZYGOTE_JOBS = env_int("GRADLAB_ZYGOTE_JOBS", 500)
-GRADLAB_CGROUP_PARENT = env_str("GRADLAB_CGROUP_PARENT", "")
-GRADLAB_SANDBOX_IMAGE = env_str("GRADLAB_SANDBOX_IMAGE", "gradlab-sandbox:latest")
+
+
+def _sandbox_config() -> tuple[SandboxConfig | None, str]:
+    try:
+        return SandboxConfig.from_environ(os.environ), ""
+    except InfrastructureError as error:
+        return None, str(error)
+
+
+# The sandbox backend's configuration, read from the GRADLAB_SANDBOX* variables by
+# grader.sandbox.config.SandboxConfig.from_environ (the one place their names and defaults
+# are written; the backends read no environment themselves). A bad value does not stop the
+# web server or the worker: the grading bridge raises it (GRADLAB_SANDBOX_CONFIG_ERROR) as
+# an infrastructure error of each job that needs a sandbox, retried and then shown with its
+# reason. GRADLAB_SANDBOX (the backend) and GRADLAB_SANDBOX_ZYGOTE (a worker starts its
+# zygote; the test settings turn it on) are settings of their own too: the bridge's
+# sandbox_config() takes both from them.
+GRADLAB_SANDBOX_CONFIG, GRADLAB_SANDBOX_CONFIG_ERROR = _sandbox_config()
+GRADLAB_SANDBOX = GRADLAB_SANDBOX_CONFIG.backend if GRADLAB_SANDBOX_CONFIG else ""
+GRADLAB_SANDBOX_ZYGOTE = bool(GRADLAB_SANDBOX_CONFIG and GRADLAB_SANDBOX_CONFIG.zygote)
 GRADLAB_CACHE_DIR = Path(env_str("GRADLAB_CACHE_DIR", str(VAR_DIR / "reference-cache")))
 GRADLAB_DEVICE = env_str("GRADLAB_DEVICE", "cpu")
 
@@ -347,7 +360,7 @@ GRADLAB_METRICS_TOKEN = env_secret("GRADLAB_METRICS_TOKEN")
 GRADLAB_METRICS_ALLOWED_IPS = env_list("GRADLAB_METRICS_ALLOWED_IPS", [])
 
 # Log lines: "plain" text or "json" (one object a line, for a log shipper). Both carry
-# the ids of the job being run (ops.logs: submission_id, job_id, task_id) when there is one.
+# the ids of the job being run (common.logs: submission_id, job_id, task_id) when there is one.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain")
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: expected 'plain' or 'json'")
@@ -355,10 +368,10 @@ LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"job_context": {"()": "ops.logs.JobContextFilter"}},
+    "filters": {"job_context": {"()": "common.logs.JobContextFilter"}},
     "formatters": {
-        "plain": {"()": "ops.logs.PlainFormatter"},
-        "json": {"()": "ops.logs.JsonFormatter"},
+        "plain": {"()": "common.logs.PlainFormatter"},
+        "json": {"()": "common.logs.JsonFormatter"},
     },
     "handlers": {
         "console": {

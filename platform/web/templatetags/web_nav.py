@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from accounts.selectors import modules_taught_by
+from courses.access import modules_taught_by
 
 register = template.Library()
 

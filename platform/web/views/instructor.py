@@ -1,6 +1,6 @@
 """Instructor pages: class statistics, submissions held for review (release or reject),
 one learner's work, grade export, regrade and validation of an exercise. Each starts with
-accounts.selectors.module_get_taught (403)."""
+courses.access.module_get_taught (403)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.selectors import module_get_taught, module_member_get
+from authoring.jobs import exercise_job_create
+from courses.access import module_get_taught, module_member_get
 from courses.models import ExerciseJob
 from courses.selectors import exercise_get_in_module
-from courses.services import exercise_job_create
 from lti.passback import score_failures
 from submissions.mastery import SHOWN, class_mastery, learner_mastery_of
 from submissions.services import submission_review

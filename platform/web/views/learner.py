@@ -1,7 +1,7 @@
 """Learner pages: module, exercise (editor + live feedback), one submission, its status.
 
 Each view: parse, authorise with one access-checked selector (the rule is in
-accounts.selectors, shared with the API), call one service or selector, render.
+courses.access, shared with the API), call one service or selector, render.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts.selectors import module_is_taught_by
 from common.errors import DomainError, InvalidInput, NotFound, RateLimited
+from courses.access import module_is_taught_by
 from courses.models import Exercise, Module
 from courses.selectors import (
     exercise_get_in_module,

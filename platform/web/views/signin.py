@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render, resolve_url
 
 from accounts.models import Enrollment
-from accounts.selectors import modules_taught_by
+from courses.access import modules_taught_by
 
 TOO_MANY = 429
 

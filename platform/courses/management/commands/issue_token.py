@@ -7,10 +7,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Enrollment
-from accounts.services import enrollment_set_all_modules, token_issue, user_get_or_create
+from accounts.services import token_issue, user_get_or_create
 from common.errors import DomainError
 from courses.models import Module
-from courses.roster import module_member_set
+from courses.roster import enrollment_set_all_modules, module_member_set
 
 
 class Command(BaseCommand):

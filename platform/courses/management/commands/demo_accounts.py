@@ -6,7 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from accounts.models import Enrollment
-from accounts.services import enrollment_set_all_modules, token_issue, user_get_or_create
+from accounts.services import token_issue, user_get_or_create
+from courses.roster import enrollment_set_all_modules
 
 DEMO_ACCOUNTS = (
     ("demo-instructor", Enrollment.Role.INSTRUCTOR),

@@ -1,4 +1,4 @@
-"""The body of a validation job (courses.services.exercise_job_run): a version's package
+"""The body of a validation job (authoring.jobs.exercise_job_run): a version's package
 through grader.validation.validate_package, in the configured sandbox with the reference cache
 the workers use. Its outcome (a row per run: the reference passes, every known wrong
 solution fails with its declared diagnosis, every alternative passes) is stored as the
@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from courses.models import ExerciseVersion
+from grader.authoring.validation import Validation, validate_package
 from grader.protocol import ExerciseError
 from grader.spec import PackageError
-from grader.validation import Validation, validate_package
-from submissions import grading
+from grading import bridge
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,11 @@ def version_validate(
     """The version's validation; `on_progress` sees each partial outcome (pending > 0)."""
     progress = None if on_progress is None else (lambda partial: on_progress(outcome_of(partial)))
     try:
-        package = grading.package_of(dict(version.files))
+        package = bridge.package_of(dict(version.files))
         result = validate_package(
             package,
-            sandbox=grading.sandbox(),
-            cache=grading.reference_cache(),
+            sandbox=bridge.sandbox(),
+            cache=bridge.reference_cache(),
             seed=version.hidden_seed,
             on_progress=progress,
         )

@@ -3,11 +3,11 @@
 An exercise's content is always an ExerciseVersion, keyed by its content hash. Every save
 is a draft (a version without a number, `Exercise.draft_version`), valid or not: its
 problem, if any, is the PackageError that names the file and the field. A validation job
-(courses.services.exercise_job_create, run by a worker) grades the draft's reference,
+(authoring.jobs.exercise_job_create, run by a worker) grades the draft's reference,
 starter, wrong solutions and alternatives; publishing gives the draft the next version
 number and makes it current, and is refused until a validation of that very content
 passed. Learners only ever get published versions; a submission keeps the version it was
-graded against. Access is checked by the callers (accounts.selectors): instructors write,
+graded against. Access is checked by the callers (courses.access): instructors write,
 reviewers read and validate.
 """
 
@@ -22,20 +22,19 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from accounts.models import Enrollment
-from accounts.selectors import AnyUser, user_may_create_modules
+from accounts.selectors import AnyUser
+from authoring.jobs import exercise_job_create
 from common.errors import Conflict, Forbidden, InvalidInput, NotFound
 from common.text import NOT_TEXT, has_lone_surrogate, scrub
+from courses.access import user_may_create_modules
+from courses.manifest import stored_manifest
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.roster import module_member_set as module_member_set  # its home is roster
 from courses.selectors import module_objectives
-from courses.services import (
-    exercise_job_create,
-    objectives_replace,
-    version_create,
-    version_publish,
-)
-from grader import archive, scaffold, spec
-from grader.problems import ProblemPlace, problem_place
+from courses.services import objectives_replace, version_create, version_publish
+from grader import spec
+from grader.authoring import archive, scaffold
+from grader.authoring.problems import ProblemPlace, problem_place
 
 SLUG_LINE = re.compile(r'^slug\s*=\s*"[^"\n]*"', re.MULTILINE)
 
@@ -320,14 +319,7 @@ def module_objectives_set(*, module: Module, objectives: list[dict[str, str]]) -
 
 
 def _tags_of(version: ExerciseVersion) -> set[str]:
-    checks = version.manifest.get("checks", []) if isinstance(version.manifest, dict) else []
-    return {
-        tag
-        for check in checks
-        if isinstance(check, dict) and isinstance(check.get("objectives"), list)
-        for tag in check["objectives"]
-        if isinstance(tag, str)
-    }
+    return {tag for check in stored_manifest(version).checks for tag in check.objectives}
 
 
 def copy_slug(slug: str, module: Module) -> str:

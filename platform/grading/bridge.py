@@ -3,57 +3,57 @@ the configured sandbox backend and reference cache. Plain data in, a Report out.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, cast
 
 from django.conf import settings
 
-from grader.protocol import ExerciseError, Report
+from grader import engine
+from grader.cache import ReferenceCache
+from grader.protocol import ExerciseError, InfrastructureError, Report
+from grader.sandbox import build_backend
+from grader.sandbox.base import Sandbox
+from grader.sandbox.config import SandboxConfig
 from grader.spec import Package, PackageError, package_hash
 
 PACKAGE_CACHE_SIZE = 64  # parsed packages a process keeps (one per exercise version)
 
 
-def sandbox_config() -> Any:
-    """The sandbox backend's configuration, from the GRADLAB_SANDBOX* settings only."""
-    from pathlib import Path
-
-    from grader.sandbox.config import PACKAGE_HARNESS, SandboxConfig
-
-    return SandboxConfig(
+def sandbox_config() -> SandboxConfig:
+    """The sandbox backend's configuration: the GRADLAB_SANDBOX_CONFIG setting (read from
+    the environment by SandboxConfig.from_environ), its backend and zygote switch those of
+    the GRADLAB_SANDBOX and GRADLAB_SANDBOX_ZYGOTE settings (the test settings turn the
+    zygote on by default)."""
+    if settings.GRADLAB_SANDBOX_CONFIG is None:
+        raise InfrastructureError(settings.GRADLAB_SANDBOX_CONFIG_ERROR)
+    return dataclasses.replace(
+        settings.GRADLAB_SANDBOX_CONFIG,
         backend=settings.GRADLAB_SANDBOX,
-        runtime_dir=Path(settings.GRADLAB_SANDBOX_RUNTIME),
-        harness_dir=Path(settings.GRADLAB_SANDBOX_HARNESS or PACKAGE_HARNESS),
-        publish_root=Path(settings.GRADLAB_SANDBOX_PUBLISH_DIR)
-        if settings.GRADLAB_SANDBOX_PUBLISH_DIR
-        else None,
-        user=settings.GRADLAB_SANDBOX_USER,
-        warm=settings.GRADLAB_SANDBOX_WARM,
         zygote=settings.GRADLAB_SANDBOX_ZYGOTE,
-        zygote_jobs=settings.GRADLAB_ZYGOTE_JOBS,
-        cgroup_parent=settings.GRADLAB_CGROUP_PARENT or None,
-        image=settings.GRADLAB_SANDBOX_IMAGE,
-        gpu=settings.GRADLAB_DEVICE == "cuda",
     )
 
 
+class WarmSandbox(Sandbox, Protocol):
+    """A backend that can start its warm helpers (a zygote) ahead of the first job, as
+    both backends (bubblewrap, Docker) do."""
+
+    def prepare(self) -> None: ...
+
+
 @functools.cache
-def sandbox() -> Any:
+def sandbox() -> WarmSandbox:
     """One backend per process (a backend may keep warm, torch-preloaded helpers).
     A failure (e.g. a missing runtime) raises InfrastructureError and is not cached."""
-    from grader.sandbox import build_backend
-
-    return build_backend(sandbox_config())
+    return cast(WarmSandbox, build_backend(sandbox_config()))
 
 
 @functools.cache
-def reference_cache() -> Any:
-    from grader.cache import ReferenceCache
-
+def reference_cache() -> ReferenceCache:
     return ReferenceCache(settings.GRADLAB_CACHE_DIR)
 
 
@@ -95,16 +95,12 @@ def package_of(files: Mapping[str, str]) -> Package:
 def seed_for(version_seed: int, submission_id: int) -> int:
     """The hidden-case seed of one submission against one exercise version: an HMAC of
     the submission's id under the version's secret seed (grader.engine.submission_seed)."""
-    from grader import engine
-
     return engine.submission_seed(version_seed.to_bytes(8, "big", signed=True), str(submission_id))
 
 
 def run_grader(*, files: dict[str, str], code: str, seed: int, job_id: str) -> Report:
     """Grades `code` against the package `files`. Raises InfrastructureError (our fault,
     retry) or ExerciseError (the exercise is broken)."""
-    from grader import engine
-
     job = engine.GradeJob(
         package=package_of(files),
         code=code,

@@ -1,0 +1,168 @@
+"""One exercise's editor: the page (manifest form and TOML view, every file, statement
+preview) and its saves, three ways (the form, the TOML, save and validate), and the dates."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_POST
+
+from authoring import services as authoring
+from common.errors import InvalidInput
+from courses.access import module_get_reviewed, module_is_taught_by
+from courses.models import Exercise
+from courses.selectors import module_objectives
+from grader.checks.diagnoses.catalogue import DIAGNOSES
+from grader.checks.registry import REGISTRY
+from web.manifest_form import FormRows, apply_form, form_rows
+from web.views.authoring.base import (
+    author_url,
+    crumbs,
+    exercise_for,
+    exercise_in,
+    exercise_refusals,
+)
+
+NEW_FILE_KINDS = ("wrong", "alternatives", "cases.py")  # cases.py: function exercises
+
+
+@login_required
+@require_GET
+def author_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    module = module_get_reviewed(slug=module_slug, user=request.user)
+    exercise = exercise_in(module, exercise_slug)
+    draft = authoring.draft_get(exercise=exercise)
+    files = dict(draft.version.files)
+    job = authoring.validation_latest(version=draft.version)
+    form = form_rows(files.get("exercise.toml", ""))
+    context = {
+        "module": module,
+        "exercise": exercise,
+        "draft": draft,
+        "files": sorted(files.items(), key=lambda kv: _file_order(kv[0])),
+        "toml": files.get("exercise.toml", ""),
+        "form": form,
+        "statement_html": mark_safe(draft.version.statement_html),  # nh3-sanitised when saved
+        "job": job,
+        "versions": exercise.versions.filter(number__isnull=False).order_by("-number"),
+        "may_edit": module_is_taught_by(module_id=module.pk, user=request.user),
+        "new_file_kinds": NEW_FILE_KINDS,
+        "check_types": sorted(REGISTRY),
+        "diagnoses": sorted(DIAGNOSES),
+        "objectives": module_objectives(module),
+        "manifest_rows": _manifest_rows(form),
+        "crumbs": crumbs(module, (exercise.title, "")),
+        "nav": "teach",
+    }
+    return render(request, "web/author_exercise.html", context)
+
+
+def _manifest_rows(form: FormRows | None) -> list[tuple[str, Any, str, str]]:
+    if form is None:
+        return []
+    return [
+        ("wrong", form.wrong, "wrong", "Wrong solutions"),
+        ("alternative", form.alternative, "alternative", "Alternatives"),
+    ]
+
+
+def _file_order(path: str) -> tuple[int, str]:
+    first = ("exercise.toml", "statement.md", "starter.py", "solution.py", "cases.py")
+    return (first.index(path), path) if path in first else (len(first), path)
+
+
+@login_required
+@require_POST
+def save_draft(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    """The editor saved with its manifest from the form."""
+    return _save(request, exercise_for(request, module_slug, exercise_slug, writes=True))
+
+
+@login_required
+@require_POST
+def save_toml(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    """The editor saved with its manifest from the TOML view."""
+    exercise = exercise_for(request, module_slug, exercise_slug, writes=True)
+    return _save(request, exercise, toml=True)
+
+
+@login_required
+@require_POST
+def save_and_validate(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    """The editor saved as save_draft does, then validated when it is a valid package."""
+    exercise = exercise_for(request, module_slug, exercise_slug, writes=True)
+    return _save(request, exercise, validate=True)
+
+
+def _save(
+    request: HttpRequest, exercise: Exercise, *, toml: bool = False, validate: bool = False
+) -> HttpResponse:
+    with exercise_refusals(request):
+        draft = authoring.draft_save(
+            exercise=exercise, files=_posted_files(request, exercise, toml=toml), user=request.user
+        )
+        if draft.problem:
+            messages.error(request, f"Saved as a draft, not yet valid: {draft.problem}")
+        elif validate:
+            authoring.draft_validate(exercise=exercise, user=request.user)
+            messages.success(request, "Saved; validation started.")
+        else:
+            messages.success(request, "Draft saved.")
+    return redirect(author_url(exercise.module, exercise))
+
+
+def _posted_files(request: HttpRequest, exercise: Exercise, *, toml: bool) -> dict[str, str]:
+    """The draft's files as the page posted them: each file's textarea, files marked for
+    deletion dropped, a new file added, and the manifest from the TOML view (`toml`) or
+    the form."""
+    current = dict(authoring.draft_get(exercise=exercise).version.files)
+    files = {
+        path: str(request.POST.get(f"file:{path}", text)).replace("\r\n", "\n")
+        for path, text in current.items()
+        if not request.POST.get(f"delete:{path}")
+    }
+    new_name = request.POST.get("new_file_name", "").strip()
+    new_kind = request.POST.get("new_file_kind", "")
+    new_text = request.POST.get("new_file_text", "").replace("\r\n", "\n")
+    if new_kind == "cases.py" and new_text.strip():
+        files["cases.py"] = new_text
+    elif new_name and new_kind in NEW_FILE_KINDS:
+        name = new_name if new_name.endswith(".py") else f"{new_name}.py"
+        files[f"{new_kind}/{name}"] = new_text
+    toml_text = request.POST.get("toml", files.get("exercise.toml", "")).replace("\r\n", "\n")
+    if toml:
+        files["exercise.toml"] = toml_text
+    else:
+        files["exercise.toml"] = apply_form(files.get("exercise.toml", ""), request.POST)
+    return files
+
+
+@login_required
+@require_POST
+def schedule(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
+    exercise = exercise_for(request, module_slug, exercise_slug, writes=True)
+    with exercise_refusals(request):
+        authoring.exercise_schedule_set(
+            exercise=exercise,
+            release_at=_posted_time(request.POST.get("release_at", "")),
+            due_at=_posted_time(request.POST.get("due_at", "")),
+            late_counts=bool(request.POST.get("late_counts")),
+        )
+        messages.success(request, "Dates saved.")
+    return redirect(author_url(exercise.module, exercise))
+
+
+def _posted_time(value: str) -> datetime | None:
+    """A datetime-local field's value, read as UTC (the page says so)."""
+    if not value.strip():
+        return None
+    try:
+        return datetime.fromisoformat(value.strip()).replace(tzinfo=UTC)
+    except ValueError:
+        raise InvalidInput({"dates": [f"{value!r} is not a date and time."]}) from None
