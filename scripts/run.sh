@@ -39,7 +39,7 @@ QUEUES="${GRADLAB_QUEUE_CPU:-grading},${GRADLAB_QUEUE_GPU:-grading-gpu}"
 # (still one sandbox per job): feedback in about 0.5 s instead of 1.5 s.
 export GRADLAB_SANDBOX_WARM="${GRADLAB_SANDBOX_WARM:-1}"
 # Each worker process keeps a torch-loaded zygote that forks every CPU job into its own
-# freshly isolated sandbox (README: "The zygote"); CUDA jobs keep the warm spare.
+# freshly isolated sandbox (docs/sandbox.md: "The zygote"); CUDA jobs keep the warm spare.
 export GRADLAB_SANDBOX_ZYGOTE="${GRADLAB_SANDBOX_ZYGOTE:-1}"
 mkdir -p "$VAR"
 

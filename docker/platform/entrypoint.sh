@@ -1,5 +1,5 @@
 #!/bin/sh
-# The platform image's roles. Settings come from the environment (see README).
+# The platform image's roles. Settings come from the environment (see docs/operations.md).
 #   web         gunicorn on 0.0.0.0:$PORT (static files served by whitenoise)
 #   worker      Celery worker for the CPU queue `grading`
 #   worker-gpu  Celery worker for the GPU queue `grading-gpu` (GRADLAB_DEVICE=cuda)

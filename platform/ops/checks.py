@@ -64,7 +64,7 @@ def _visibility_problems(config: Any) -> list[str]:
 @checks.register(checks.Tags.compatibility)
 def check_work_loss(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     return [
-        checks.Error(problem, hint="See README, 'Reliability'.", id=f"ops.E{index:03d}")
+        checks.Error(problem, hint="See docs/operations.md, 'Reliability'.", id=f"ops.E{index:03d}")
         for index, problem in enumerate(work_loss_problems(), start=1)
     ]
 

@@ -1,6 +1,6 @@
 """Mastery of a module's learning objectives, from the checks tagged with them.
 
-Definition (README, "Learning objectives and mastery"). For a learner and one objective:
+Definition (docs/authoring.md, "Learning objectives and mastery"). For a learner and one objective:
 take, for each published exercise of the module, the learner's latest graded submission
 (not a preview, not held for review; late ones count: mastery is about learning, not the
 grade). Its evidence is every check of the version it was graded against whose manifest
