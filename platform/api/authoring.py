@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 from accounts.models import Enrollment
 from authoring import services as authoring
 from common.errors import InvalidInput, NotFound
+from courses import roster
 from courses.access import (
     module_get_reviewed,
     module_get_taught,
@@ -294,7 +295,7 @@ class MemberApi(APIView):
     def post(self, request: Request, module: str) -> Response:
         found = module_get_taught(slug=module, user=request.user)
         data = _valid(AuthoringMemberInput, request)
-        authoring.module_member_set(module=found, username=data["username"], role=data["role"])
+        roster.module_member_set(module=found, username=data["username"], role=data["role"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

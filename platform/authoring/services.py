@@ -29,7 +29,6 @@ from common.text import NOT_TEXT, has_lone_surrogate, scrub
 from courses.access import user_may_create_modules
 from courses.manifest import stored_manifest
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
-from courses.roster import module_member_set as module_member_set  # its home is roster
 from courses.selectors import module_objectives
 from courses.services import objectives_replace, version_create, version_publish
 from grader import spec

@@ -8,7 +8,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from authoring import services as authoring
 from courses import roster
 from web.views.authoring.base import author_url, module_for_writing, module_refusals
 
@@ -18,7 +17,7 @@ from web.views.authoring.base import author_url, module_for_writing, module_refu
 def add_member(request: HttpRequest, module_slug: str) -> HttpResponse:
     module = module_for_writing(request, module_slug)
     with module_refusals(request):
-        authoring.module_member_set(
+        roster.module_member_set(
             module=module,
             username=request.POST.get("username", "").strip(),
             role=request.POST.get("role", ""),
