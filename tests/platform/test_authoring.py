@@ -83,9 +83,9 @@ def test_a_bad_or_taken_module_slug_or_an_empty_title_is_refused_by_field(
 
 
 def test_a_reviewer_reads_drafts_but_does_not_teach_the_module(catalog: Any) -> None:
-    from authoring.services import module_member_set
     from common.errors import Forbidden
     from courses.access import module_get_reviewed, module_get_taught
+    from courses.roster import module_member_set
 
     persona("rita_reviewer")
     module_member_set(module=_module(), username="rita_reviewer", role="reviewer")
@@ -108,9 +108,9 @@ def test_a_learner_and_another_modules_instructor_are_not_reviewers(
 
 
 def test_a_co_instructor_is_added_by_name_and_an_unknown_user_is_refused(catalog: Any) -> None:
-    from authoring.services import module_member_set
     from common.errors import InvalidInput
     from courses.access import module_is_taught_by
+    from courses.roster import module_member_set
 
     frank = persona("frank")
     module_member_set(module=_module(), username="frank", role="instructor")
