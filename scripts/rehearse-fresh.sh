@@ -21,6 +21,11 @@ chmod 0700 "$HOME_DIR"
 CLONE="$HOME_DIR/private checkout"
 
 say() { echo "[rehearse] $*" >&2; }
+# The host's speed changes by the hour (up to 2x on the reference machine): a fixed amount
+# of pure-Python work, timed before and after, tells a slow hour from a slow change.
+probe() { /usr/bin/time -f '%e' python3 -c 'sum(i * i for i in range(10**7))' 2>&1; }
+
+say "host-speed probe before: $(probe) s (about 1.1 s on a normal hour of the reference machine)"
 
 say "removing the project's images, build caches, mypy cache and sandbox runtime"
 if docker info >/dev/null 2>&1; then
@@ -48,6 +53,7 @@ pytest_s=$(grep -Eo '(passed|failed|error)[^=]* in [0-9.]+s' "$LOG" | grep -Eo '
   awk '{total += $1} END {printf "%.0f", total}')
 grep -E '^=+ .* in [0-9.]+s' "$LOG" | sed 's/^/[rehearse] pytest: /' >&2 || true
 grep '^rehearsal:' "$LOG" | sed 's/^/[rehearse] /' >&2 || true
+say "host-speed probe after: $(probe) s"
 say "whole .ci/run: $((ended - started)) s; pytest: ${pytest_s:-?} s; setup and lint: $((ended - started - ${pytest_s:-0})) s; exit $status"
 rm -rf "$HOME_DIR"
 exit "$status"
