@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
+from grader.authoring.diagnosis_share import diagnosis_share
 from grader.authoring.mutants import run_mutants, table
 from grader.authoring.scaffold import KINDS, new_package
 from grader.authoring.validation import Validation, validate_package
@@ -71,6 +72,7 @@ def _check_one(
         package, sandbox=sandbox, cache=cache, seed=args.seed, mutants=not args.no_mutants
     )
     print(validation.summary(), flush=True)
+    print(diagnosis_share(validation).line(), flush=True)
     return validation.ok
 
 

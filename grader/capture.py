@@ -226,6 +226,12 @@ class BackwardCall:
     results: Mapping[str, Value | None] = field(default_factory=dict)
     # An accumulating call whose leaves (tracked or not) already held a non-zero grad.
     onto_stale: bool = False
+    # Its graph goes through a node an earlier call's went through (None: not walked);
+    # the derivatives made with create_graph (numbered) it differentiates (None: not
+    # walked); a serial per tracked tensor, the same while a name holds the same object.
+    graph_reused: bool | None = None
+    differentiates: tuple[int, ...] | None = None
+    identities: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -266,10 +272,6 @@ class Provenance:
     steps: tuple[StepRecord, ...] = ()
     steps_truncated: bool = False
     last_step: StepRecord | None = None
-    shifted: tuple[str, ...] | None = None  # a run with other starting values: the leaves moved
-
-
-MAX_SHIFTED = 1_000  # fingerprints of moved leaves (grader/harness/shift.py)
 
 
 @dataclass(frozen=True)
@@ -439,16 +441,7 @@ def _provenance(raw: Any) -> Provenance | None:
         steps=tuple(_step(s, f"provenance.steps[{i}]") for i, s in enumerate(steps)),
         steps_truncated=_bool(obj.get("steps_truncated", False), "provenance.steps_truncated"),
         last_step=None if last_step is None else _step(last_step, "provenance.last_step"),
-        shifted=_shifted(obj.get("shifted")),
     )
-
-
-def _shifted(raw: Any) -> tuple[str, ...] | None:
-    """The fingerprints of the leaves a run with other starting values moved."""
-    if raw is None:
-        return None
-    items = _list(raw, "provenance.shifted", MAX_SHIFTED)
-    return tuple(_str(item, f"provenance.shifted[{i}]")[:64] for i, item in enumerate(items))
 
 
 def _step(raw: Any, where: str) -> StepRecord:
@@ -541,7 +534,23 @@ def _call(raw: Any, where: str) -> BackwardCall:
         inputs=None if inputs is None else _names(inputs, f"{where}.inputs"),
         results=_grads(obj.get("results", {}), f"{where}.results"),
         onto_stale=_bool(obj.get("onto_stale", False), f"{where}.onto_stale"),
+        graph_reused=_optional_bool(obj.get("graph_reused"), f"{where}.graph_reused"),
+        differentiates=_indices(obj.get("differentiates"), f"{where}.differentiates"),
+        identities=_serials(obj.get("identities", {}), f"{where}.identities"),
     )
+
+
+def _indices(raw: Any, where: str) -> tuple[int, ...] | None:
+    if raw is None:
+        return None
+    return tuple(_int(item, where) for item in _list(raw, where, MAX_CALLS))
+
+
+def _serials(raw: Any, where: str) -> Mapping[str, int]:
+    obj = _dict(raw, where)
+    if len(obj) > MAX_NAMES:
+        raise CaptureError(f"{where}: too many names")
+    return MappingProxyType({_str(k, where): _int(v, f"{where}.{k}") for k, v in obj.items()})
 
 
 def _grads(raw: Any, where: str) -> Mapping[str, Value | None]:

@@ -77,13 +77,12 @@ def grade_with_capture(
     grader/harness/standin.py) and once without one (a sandbox without the GPU):
     grader.runs.devices.
 
-    A script exercise whose reference values change in it runs once more with other
-    starting values and every gradient seed scaled (`scaled_reference`): a value typed in,
-    computed by hand, or a fake loss built to be right at the fixed inputs does not follow
-    (`not-from-autograd`). That run is graded against a reference run that moved exactly
-    the leaves the learner's run moved (`second_run_references`), so an honest solution
-    whose leaves the harness did not move is judged at the same starting values as the
-    reference's, never failed for it: grader.runs.second.
+    A script exercise whose reference values change in it runs once more with its graded
+    leaves at starting values drawn from the job's hidden seed, written into the source
+    before it reaches the sandbox, and every gradient seed scaled (`scaled_reference`): a
+    value typed in, computed by hand, or a fake loss built to be right at the fixed inputs
+    does not follow (`not-from-autograd`). The reference runs at the same values (cached
+    by them): grader.runs.second, grader/rewrite.py.
 
     Each check passes only where it passes in every run that judges it
     (`grader.runs.base.combine_runs`)."""

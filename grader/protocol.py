@@ -102,8 +102,9 @@ class Envelope:
     """One job of the harness, built once per run: the first line of its stdin
     (`to_json`, FORMAT.md section 2). A field left None (False for `seed_by_learner`) is
     not sent: `entry`, `seed`, `trials` are a function exercise's reference job's, `cases`
-    a function exercise's learner job's; `stand_in`, `grad_scale` and `shift` ask the
-    harness for a stand-in GPU, scaled gradient seeds and other starting values."""
+    a function exercise's learner job's; `stand_in` and `grad_scale` ask the harness for a
+    stand-in GPU and scaled gradient seeds (the second run's other starting values are
+    written into the source itself, grader/rewrite.py)."""
 
     kind: str  # "script" | "function"
     mode: str  # "reference" | "learner"
@@ -117,7 +118,6 @@ class Envelope:
     cases: tuple[Mapping[str, Any], ...] | None = None
     stand_in: str | None = None
     grad_scale: float | None = None
-    shift: Mapping[str, Any] | None = None
     protocol: int = PROTOCOL_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -132,7 +132,6 @@ class Envelope:
         if self.seed_by_learner:
             raw["seed_by_learner"] = True
         cases = None if self.cases is None else [dict(case) for case in self.cases]
-        shift = None if self.shift is None else dict(self.shift)
         optional = {
             "entry": self.entry,
             "seed": self.seed,
@@ -140,7 +139,6 @@ class Envelope:
             "cases": cases,
             "stand_in": self.stand_in,
             "grad_scale": self.grad_scale,
-            "shift": shift,
         }
         raw.update({key: value for key, value in optional.items() if value is not None})
         raw["files"] = dict(self.files)

@@ -84,6 +84,10 @@ class Manifest:
     # The statement asks the learner to seed torch: the harness leaves torch's generator
     # as a fresh interpreter has it (seeded from the OS), so a missing seed line shows.
     seed_by_learner: bool = False
+    # `[starter] max_share`: the share of the points the untouched starter may score (None:
+    # it must not pass), with the `reason` the author gives for it; checked by validation.
+    starter_max_share: float | None = None
+    starter_share_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -331,6 +335,7 @@ TOP_LEVEL_KEYS = {
     "diagnoses",
     "equivalent_mutant",  # read by grader.authoring.mutants (declared-equivalent auto-mutants)
     "seed_by_learner",
+    "starter",  # [starter] max_share and reason (_starter_share)
 }
 
 
@@ -370,7 +375,23 @@ def parse_manifest(text: str, where: str, files: Mapping[str, str]) -> Manifest:
         alternatives=_known(raw.get("alternative", []), "alternative", None, files, where),
         diagnoses=MappingProxyType(diagnoses),
         seed_by_learner=_flag(raw, "seed_by_learner", where),
+        **_starter_share(raw.get("starter", {}), where),
     )
+
+
+def _starter_share(raw: Any, where: str) -> dict[str, Any]:
+    """`[starter]`: max_share (0 to 1) of the points an untouched starter may score, and
+    the reason it may (required): without the table the starter must not pass."""
+    if not isinstance(raw, dict):
+        raise PackageError(f"{where}: starter: must be a table")
+    _reject_unknown(raw, {"max_share", "reason"}, where, "starter.")
+    if not raw:
+        return {}
+    share = raw.get("max_share")
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+        raise PackageError(f"{where}: starter.max_share: must be a number from 0 to 1")
+    reason = _text(raw, "reason", where, prefix="starter")
+    return {"starter_max_share": float(share), "starter_share_reason": reason}
 
 
 def _flag(raw: Mapping[str, Any], key: str, where: str) -> bool:

@@ -236,4 +236,37 @@ DESCRIPTIONS: dict[str, Callable[[CheckSpec], str]] = {
         f"{_code(check.target)} keeps its gradient through `{check.target}.retain_grad()` "
         "called before `backward()`: the backward pass fills its `.grad`"
     ),
+    "backward_probe": lambda check: (
+        "the grader calls your `backward` itself, on hidden `grad_output`s with autograd off "
+        "(`torch.no_grad`, inference mode): each answer equals the reference's, float64 ones "
+        "to 5e-14 of their largest value (finite differences are not that exact)"
+    ),
+    "exact_values": lambda check: (
+        "every gradient equals the reference's to float64 precision: within 5e-14 of its "
+        "largest entry (finite differences are not that exact)"
+    ),
+    "derivative_claim": lambda check: (
+        "a claim, from a watch inside your process: your backward calls no built-in "
+        "derivative (`aten.*_backward`, `torch.func`, dual tensors) and uses no complex step"
+    ),
+    "backward_pass_claim": lambda check: (
+        "a claim, from a watch inside your process: no complex or object (dual-number) "
+        "arithmetic on your input arrays, so the gradients come from a backward pass"
+    ),
+    "double_backward": lambda check: (
+        "each second-order value comes from autograd differentiating a first derivative "
+        "taken with `create_graph=True` (finite differences or a formula do not count)"
+    ),
+    "backward_per_batch": lambda check: (
+        "one `backward()` per micro-batch, each adding into `.grad` (outputs joined into "
+        "one loss and one backward do not count)"
+    ),
+    "graph_reused": lambda check: (
+        "the second `backward()` goes through the graph the first one retained (a graph "
+        "built again does not count)"
+    ),
+    "same_leaf": lambda check: (
+        "the parameters stay the same leaf tensors at every `backward()` call, updated in "
+        "place (a new tensor made each step does not count)"
+    ),
 }

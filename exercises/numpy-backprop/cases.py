@@ -6,7 +6,9 @@ float64 weights and a batch for the 2-layer network
     loss = mean_i( -log_softmax(z2)[i, y_true[i]] )
 
 The harness (grader/harness/casework.py) hands copies of the arrays to the learner's
-manual_backward and observes the four gradients as it returned them. The gradients two
+manual_backward, inside torch.inference_mode() (torch's autograd records nothing there)
+and as arrays that note complex or object arithmetic (grader/harness/construct.py), and
+observes the four gradients as it returned them. The gradients two
 known mistakes would give are computed here, as variants, and never leave the
 reference's capture.
 """
@@ -43,7 +45,9 @@ def _spec(visible, arrays):
     return {
         "visible": visible,
         "inputs": arrays,
-        "call": {"args": [*KEYS, "x", "y_true"]},
+        # NumPy only, by construction: called inside torch.inference_mode() with watched
+        # arrays (grader/harness/construct.py numpy_call)
+        "call": {"args": [*KEYS, "x", "y_true"], "numpy_only": True},
         "observe": {key: ["item", "result", key] for key in KEYS},
         "watch": ["autograd"],  # NumPy only: no autograd while manual_backward runs
     }

@@ -471,6 +471,96 @@ def typed_in_values(capture: Capture, names: Sequence[str]) -> dict[str, str]:
 TYPED_IN_ELEMENTS = 100  # a larger value is not one anybody types in
 
 
+class RebuiltGraph(BlockMutator):
+    """`y.backward(retain_graph=True); ...; y.backward()` -> the assignment that made `y`
+    run again before the second call: retain_graph is still set, but the second call goes
+    through a new graph and reuses nothing retained (`graph-not-reused`)."""
+
+    name, summary = "rebuilt-graph", "the graph built again before a second backward"
+
+    def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        for i, statement in enumerate(statements):
+            root = _retaining_root(statement)
+            made = _last_assignment(statements[:i], root) if root else None
+            if made is None:
+                continue
+            later = [j for j in range(i + 1, len(statements)) if _backward_of(statements[j], root)]
+            if later and self.take(statements[later[0]]):
+                j = later[0]
+                return [*statements[:j], copy.deepcopy(made), *statements[j:]]
+        return statements
+
+
+def _retaining_root(statement: ast.stmt) -> str | None:
+    """`name.backward(..., retain_graph=<true>)`: the root's name."""
+    if not _statement_call(statement, "backward"):
+        return None
+    call: ast.Call = statement.value  # type: ignore[attr-defined]
+    kept = _keyword(call, "retain_graph")
+    root = call.func.value  # type: ignore[attr-defined]
+    if kept is None or (isinstance(kept.value, ast.Constant) and not kept.value.value):
+        return None
+    return root.id if isinstance(root, ast.Name) else None
+
+
+def _backward_of(statement: ast.stmt, root: str | None) -> bool:
+    if not _statement_call(statement, "backward"):
+        return False
+    owner = statement.value.func.value  # type: ignore[attr-defined]
+    return isinstance(owner, ast.Name) and owner.id == root
+
+
+def _last_assignment(statements: list[ast.stmt], name: str | None) -> ast.Assign | None:
+    for statement in reversed(statements):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name) and target.id == name:
+                return statement
+    return None
+
+
+class RecreatedLeaf(SiteMutator):
+    """`with torch.no_grad(): w -= step` -> `w = (w - step).requires_grad_()` (its grad
+    carried over): the same numbers, but `w` is a new leaf after every update instead of
+    the tensor updated in place (`leaf-recreated`)."""
+
+    name, summary = "recreated-leaf", "a parameter made anew each step instead of updated in place"
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        if not any(_no_grad(item) for item in node.items):
+            return self.generic_visit(node)
+        body: list[ast.stmt] = []
+        for statement in node.body:
+            if _in_place_update(statement) and self.take(statement):
+                assert isinstance(statement, ast.AugAssign)
+                body.extend(self.replacement(statement))
+            else:
+                body.append(statement)
+        mutant = copy.copy(node)
+        mutant.body = body
+        return mutant
+
+    def replacement(self, statement: ast.AugAssign) -> list[ast.stmt]:
+        assert isinstance(statement.target, ast.Name)  # _in_place_update chose it
+        name = statement.target.id
+        sign = "-" if isinstance(statement.op, ast.Sub) else "+"
+        lines = [
+            f"_previous_{name} = {name}",
+            f"{name} = ({name} {sign} ({ast.unparse(statement.value)})).requires_grad_()",
+            f"{name}.grad = _previous_{name}.grad",
+        ]
+        return [ast.copy_location(s, statement) for s in ast.parse("\n".join(lines)).body]
+
+
+def _in_place_update(statement: ast.stmt) -> bool:
+    """`name -= ...` or `name += ...` on a plain name (a parameter updated in place)."""
+    return (
+        isinstance(statement, ast.AugAssign)
+        and isinstance(statement.target, ast.Name)
+        and isinstance(statement.op, ast.Sub | ast.Add)
+    )
+
+
 def _own_backward(statement: ast.stmt) -> bool:
     func = statement.value.func  # type: ignore[attr-defined]
     return not (isinstance(func.value, ast.Attribute) and func.value.attr == "autograd")
@@ -493,6 +583,8 @@ MUTATORS: tuple[type[SiteMutator], ...] = (
     DropRetainGrad,
     DropCreateGraph,
     TypedInValue,
+    RebuiltGraph,
+    RecreatedLeaf,
 )
 
 
@@ -597,6 +689,7 @@ class MutantResult:
     mutant: Mutant
     outcome: str  # "caught" | "survived" | "equivalent" | "error"
     detail: str  # the diagnoses, the declared reason, or the failure
+    diagnoses: tuple[str, ...] = ()  # caught by checks: each failed check's diagnosis
 
     @property
     def bad(self) -> bool:
@@ -610,8 +703,9 @@ def classify(report: Report, mutant: Mutant, declared: dict[str, str]) -> Mutant
     if report.status != "graded":
         return MutantResult(mutant, "caught", f"failed run: {report.message or report.status}")
     if not report.passed:
-        found = sorted({c.diagnosis or "no diagnosis" for c in report.checks if not c.passed})
-        return MutantResult(mutant, "caught", ", ".join(found))
+        named = tuple(c.diagnosis for c in report.checks if not c.passed)
+        found = sorted({diagnosis or "no diagnosis" for diagnosis in named})
+        return MutantResult(mutant, "caught", ", ".join(found), named)
     if mutant.name in declared:
         return MutantResult(mutant, "equivalent", declared[mutant.name])
     return MutantResult(mutant, "survived", f"{report.score:g}/{report.max_score:g}")

@@ -1,6 +1,8 @@
 """Package validation (`python -m grader check`, the instructor page): the reference
 passes fully, the output limit fits what the statement asks (`limits_problems`), the
-starter runs, each [[wrong]] fails with its declared diagnosis, each
+starter runs and does not pass (or scores no more than its declared `[starter]
+max_share`), each [[wrong]] fails with its declared diagnosis (a file that scores more
+than it should is told which check would catch it: grader.authoring.weak_checks), each
 [[alternative]] passes fully, and every auto-mutant of the reference (grader.authoring.mutants) is
 caught unless the manifest declares it `[[equivalent_mutant]]`.
 
@@ -16,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 
 from grader.authoring.mutants import MutantPlan, MutantResult, diff, judge, plan_mutants
+from grader.authoring.weak_checks import catching_hint
 from grader.cache import ReferenceCache
 from grader.capture import Capture
 from grader.engine import DEV_SEED, GradeJob, grade_with_capture
@@ -23,9 +26,10 @@ from grader.protocol import ExerciseError, Report
 from grader.runs.reference import reference_capture
 from grader.runs.second import ScaledReference, scaled_reference
 from grader.sandbox.base import Sandbox
-from grader.spec import Package
+from grader.spec import Manifest, Package
 
 VALIDATION_WORKERS = 2  # sandbox runs of one package validated at once
+SHARE_EPSILON = 1e-9  # a starter's score exactly at its declared share is within it
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class ValidationItem:
     ok: bool
     expected: str
     got: str
+    diagnoses: tuple[str, ...] = ()  # a wrong file's failed checks' diagnoses, in order
 
     def line(self) -> str:
         mark = "ok  " if self.ok else "FAIL"
@@ -124,8 +129,9 @@ def validate_package(
     mutants: bool = True,
     on_progress: Progress | None = None,
 ) -> Validation:
-    """The reference passes fully, the starter runs without an error, each [[wrong]]
-    fails with its declared diagnosis, each [[alternative]] passes fully, and (unless
+    """The reference passes fully, the starter runs without an error and scores no more
+    than it may (`_starter_item`), each [[wrong]] fails with its declared diagnosis,
+    each [[alternative]] passes fully, and (unless
     `mutants` is False) no auto-mutant survives that the manifest does not declare.
     `on_progress` sees the partial result after each run, in the order they finish."""
     manifest = package.manifest
@@ -152,7 +158,11 @@ def validate_package(
         report, capture = _grade(
             package, package.files[file], (reference, scaled), sandbox, cache, seed
         )
-        return _item(kind, file, diagnosis, full, report, capture)
+        item = _item(kind, file, diagnosis, full, report, capture, manifest)
+        if not item.ok and capture is not None and _scored_too_much(kind, report):
+            hint = catching_hint(package, capture, reference)
+            item = replace(item, got=f"{item.got}; {hint}")
+        return item
 
     plan = plan_mutants(package, reference, scaled) if mutants else None
 
@@ -273,29 +283,63 @@ def _grade(
     cache: ReferenceCache | None,
     seed: int,
 ) -> tuple[Report, Capture | None]:
-    """Grades `code` against the package's reference captures; the second run's limited
-    reference runs (`second_run_references`) come from `cache` where it holds them."""
+    """Grades `code` against the package's reference captures; a second run's reference
+    at fewer hidden starting values (grader.runs.second.second_run) comes from `cache`
+    where it holds it."""
     job = GradeJob(package=package, code=code, seed=seed)
     reference, scaled = references
     return grade_with_capture(job, sandbox=sandbox, cache=cache, reference=reference, scaled=scaled)
 
 
 def _item(
-    kind: str, file: str, diagnosis: str, full: str, report: Report, capture: Capture | None
+    kind: str,
+    file: str,
+    diagnosis: str,
+    full: str,
+    report: Report,
+    capture: Capture | None,
+    manifest: Manifest,
 ) -> ValidationItem:
     if report.integrity_flags:  # our own files: a flag is a false alarm of the detector
         flags = ", ".join(f"{f.kind} ({f.detail})" for f in report.integrity_flags[:3])
         return ValidationItem(kind, file, False, "no integrity flag", f"flagged: {flags}")
     if kind == "starter":
-        clean = report.status == "graded" and capture is not None
-        clean = clean and capture.exception is None  # type: ignore[union-attr]
-        got = _describe(report) if clean else _starter_problem(report)
-        return ValidationItem(kind, file, clean, "runs without an error", got)
+        return _starter_item(file, report, capture, manifest)
     if kind == "wrong":
         found = {c.diagnosis for c in report.checks if not c.passed}
         ok = report.status == "graded" and not report.passed and diagnosis in found
-        return ValidationItem(kind, file, ok, f"fails with {diagnosis}", _describe(report))
+        named = tuple(c.diagnosis for c in report.checks if not c.passed)
+        expected = f"fails with {diagnosis}"
+        return ValidationItem(kind, file, ok, expected, _describe(report), diagnoses=named)
     return ValidationItem(kind, file, report.passed, full, _describe(report))
+
+
+def _starter_item(
+    file: str, report: Report, capture: Capture | None, manifest: Manifest
+) -> ValidationItem:
+    """The starter runs without an error and scores no more than its declared share of
+    the points (`[starter] max_share`; without it, it must not pass): an untouched starter
+    must not earn the exercise."""
+    clean = report.status == "graded" and capture is not None
+    clean = clean and capture.exception is None  # type: ignore[union-attr]
+    share = manifest.starter_max_share
+    if share is None:
+        expected = "runs without an error and does not pass"
+        within = not report.passed
+    else:
+        most = share * manifest.points
+        expected = f"runs without an error, at most {most:g}/{manifest.points:g} ({share:.0%})"
+        within = report.score <= most + SHARE_EPSILON
+    got = _describe(report) if clean else _starter_problem(report)
+    if clean and not within:
+        got = f"{got}: an untouched starter scores too much"
+    return ValidationItem("starter", file, clean and within, expected, got)
+
+
+def _scored_too_much(kind: str, report: Report) -> bool:
+    """A graded starter that scored too much, or a wrong file the checks let through or
+    failed for another reason than the declared one: a check is missing."""
+    return report.status == "graded" and kind in ("starter", "wrong")
 
 
 def _starter_problem(report: Report) -> str:

@@ -16,6 +16,15 @@ from typing import Any
 
 from grader.capture import Capture
 from grader.checks.base import CheckSpec, Outcome
+from grader.checks.construction import (
+    ExactOptions,
+    ExactValuesOptions,
+    as_claim,
+    check_backward_pass_claim,
+    check_backward_probe,
+    check_derivative_claim,
+    check_exact_values,
+)
 from grader.checks.options import CheckOptions, OptionContext, OptionError
 from grader.checks.runs import (
     BackwardCallsOptions,
@@ -30,6 +39,13 @@ from grader.checks.runs import (
     check_no_error,
     check_raises,
     check_stdout,
+)
+from grader.checks.shortcuts import (
+    SameLeafOptions,
+    check_backward_per_batch,
+    check_double_backward,
+    check_graph_reused,
+    check_same_leaf,
 )
 from grader.checks.skills import (
     NoAutogradOptions,
@@ -75,10 +91,18 @@ REGISTRY: Mapping[str, CheckType] = MappingProxyType(
         "gradcheck": CheckType(check_gradcheck, CheckOptions, needs_target=True),
         "no_error": CheckType(check_no_error, CheckOptions, needs_target=False),
         "device": CheckType(check_device, CheckOptions, needs_target=True),
-        "autograd_function": CheckType(check_autograd_function, CheckOptions, False),
-        "no_autograd": CheckType(check_no_autograd, NoAutogradOptions, needs_target=False),
+        "autograd_function": CheckType(as_claim(check_autograd_function), CheckOptions, False),
+        "no_autograd": CheckType(as_claim(check_no_autograd), NoAutogradOptions, False),
         "max_batch": CheckType(check_max_batch, CheckOptions, needs_target=False),
         "retains_grad": CheckType(check_retains_grad, CheckOptions, needs_target=True),
+        "double_backward": CheckType(check_double_backward, CheckOptions, needs_target=False),
+        "backward_per_batch": CheckType(check_backward_per_batch, CheckOptions, False),
+        "graph_reused": CheckType(check_graph_reused, CheckOptions, needs_target=False),
+        "same_leaf": CheckType(check_same_leaf, SameLeafOptions, needs_target=False),
+        "backward_probe": CheckType(check_backward_probe, ExactOptions, needs_target=True),
+        "exact_values": CheckType(check_exact_values, ExactValuesOptions, needs_target=False),
+        "derivative_claim": CheckType(as_claim(check_derivative_claim), CheckOptions, True),
+        "backward_pass_claim": CheckType(as_claim(check_backward_pass_claim), CheckOptions, False),
     }
 )
 

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import construct
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -113,6 +114,7 @@ class Watch:
                        for phase in PHASES}  # fmt: skip
         self.function: dict[str, bool] = {}
         self.layers: list[tuple[nn.Module, Any, dict[str, int]]] = []
+        self.numpy: dict[str, bool] | None = None  # construct.numpy_call's notes
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -190,6 +192,8 @@ class Watch:
             found["autograd"] = {phase: dict(counts) for phase, counts in self.phases.items()}
         if "batch" in self.kinds:
             found["batch"] = self.batch()
+        if self.numpy is not None:
+            found["numpy"] = dict(self.numpy)
         return found
 
 
@@ -320,6 +324,11 @@ class Env:
         if op == "gradcheck":
             self.values[step["set"]] = gradcheck(entry, self.operand(step["args"][0]), step)
             return
+        if op == "probe_backward":  # the learner's backward called by us (construct.py)
+            result, grads = (self.operand(a) for a in step["args"])
+            phase = lambda: self.watch.phase("backward")  # noqa: E731
+            self.values[step["set"]] = construct.probe_backward(entry, result, grads, phase)
+            return
         if op not in OPS:
             raise CaseError(f"unknown op {op!r}")
         args = [self.operand(a) for a in step.get("args", [])]
@@ -400,7 +409,10 @@ def call_entry(env: Env, case: Mapping[str, Any], entry: Any) -> None:
     target = getattr(entry, method) if method else entry
     args = [env.operand(name) for name in call.get("args", [])]
     with env.watch.phase("call"):
-        result = target(*args)
+        if call.get("numpy_only"):  # NumPy only: torch's autograd off, arrays watched
+            result, env.watch.numpy = construct.numpy_call(target, args)
+        else:
+            result = target(*args)
     env.values[call.get("store", "result")] = result
     env.watch.called(entry, method, result)
 

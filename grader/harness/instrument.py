@@ -22,7 +22,7 @@ every gradient seed of the learner's calls by it before the original runs: the i
 (floating-point tensors only; anything else is passed on untouched, so every error the
 call would raise stays the same). Every gradient autograd computes then follows the
 scale, and so does every value derived from one; a value typed in does not. The same run
-also starts from other values (shift.py): a fake loss root follows the scale, not those.
+also starts from other values (grader/rewrite.py): a fake loss root follows the scale, not those.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -44,6 +46,7 @@ MAX_GRAPH_NODES = 5_000  # graph nodes walked per call; a larger graph: `graph` 
 MAX_STEP_RECORDS = 1_000  # optimizer steps whose parameter values are kept
 MAX_STEP_ELEMENTS = 10_000  # parameter values per step snapshot; more: no snapshot
 MAX_MRO = 32
+MARK = "gradlab"  # the recorder's note in a graph node's metadata (graph_marks)
 ACCUMULATING = ("Tensor.backward", "autograd.backward")  # calls that write .grad
 
 
@@ -71,6 +74,8 @@ class Recorder:
         # accumulating backward call left a non-zero grad (a grad later cleared is named).
         self.watch: Callable[[], dict[str, Any]] = dict
         self.filled: set[str] = set()
+        self.identities = Identities()  # which tensor each tracked name holds, per call
+        self.derivatives = 0  # derivatives made with create_graph, numbered (graph_marks)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -88,6 +93,8 @@ class Recorder:
         self.last_backward = None
         self.grad_results = {}
         self.filled = set()
+        self.identities = Identities()
+        self.derivatives = 0
 
     def provenance(self) -> dict[str, Any]:
         """What the final values are compared with (FORMAT.md section 3)."""
@@ -201,7 +208,10 @@ class Recorder:
         with_grads = index < MAX_CALLS_WITH_GRADS
         tracked = self._tracked()
         call = _describe(api, root, bound)
-        call.update(_provenance(root, bound, tracked))
+        nodes = graph_nodes(_tensors(root))
+        call.update(_provenance(root, bound, tracked, nodes))
+        call.update(graph_marks(nodes, index))
+        call["identities"] = self.identities.of(tracked)
         call["grads_before"] = self._grads() if with_grads else {}
         if api in ACCUMULATING:
             call["onto_stale"] = _onto_stale(root, bound)
@@ -222,6 +232,12 @@ class Recorder:
         after = self._grads()
         call["grads_after"] = after if with_grads else {}
         self._after(api, index, after)
+        if bound.get("create_graph"):
+            made = mark_derivatives(api, result, bound, nodes, self.derivatives)
+            self.derivatives += len(made)
+            if made and call["differentiates"] is not None and forward_mode(made):
+                serials = {serial for _, serial in made}
+                call["differentiates"] = sorted({*call["differentiates"], *serials})
         if api == "autograd.grad":
             call["results"] = self._results(bound, tracked, result)
         untracked = not call["grads_before"]  # nothing to compare: any silence counts
@@ -434,7 +450,9 @@ def _param_elements(value: Any) -> int:
     return 0
 
 
-def _provenance(root: Any, bound: Mapping[str, Any], tracked: Mapping[str, Any]) -> dict[str, Any]:
+def _provenance(
+    root: Any, bound: Mapping[str, Any], tracked: Mapping[str, Any], nodes: list[Any] | None
+) -> dict[str, Any]:
     """`roots`: the tracked names the root is; `graph`: the tracked names whose tensor the
     root's graph reaches (None: too large to walk); `inputs`: the tracked names among
     `inputs=` (None when no inputs were given)."""
@@ -445,12 +463,34 @@ def _provenance(root: Any, bound: Mapping[str, Any], tracked: Mapping[str, Any])
         inputs = sorted({n for t in _tensors(given) for n in _names_of(t, tracked)})
     return {
         "roots": sorted({n for t in roots for n in _names_of(t, tracked)}),
-        "graph": _graph_names(roots, tracked),
+        "graph": None if nodes is None else _graph_names(roots, tracked, nodes),
         "inputs": inputs,
     }
 
 
-def _graph_names(roots: list[torch.Tensor], tracked: Mapping[str, Any]) -> list[str] | None:
+def graph_nodes(roots: list[torch.Tensor]) -> list[Any] | None:
+    """The nodes of the roots' graph, from a walk of `next_functions` (None: more than
+    MAX_GRAPH_NODES). The list holds the nodes, so their ids stay unique while it lives."""
+    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    seen: dict[int, Any] = {}
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        if len(seen) >= MAX_GRAPH_NODES:
+            return None
+        seen[id(node)] = node
+        try:
+            following = node.next_functions
+        except Exception:
+            continue
+        stack.extend(item[0] for item in following if item[0] is not None)
+    return list(seen.values())
+
+
+def _graph_names(
+    roots: list[torch.Tensor], tracked: Mapping[str, Any], graph: list[Any]
+) -> list[str]:
     leaves: dict[int, str] = {}
     nodes: dict[int, str] = {}
     for name, value in tracked.items():
@@ -465,26 +505,140 @@ def _graph_names(roots: list[torch.Tensor], tracked: Mapping[str, Any]) -> list[
             else:
                 nodes[id(node)] = name
     found = {leaves[id(t)] for t in roots if id(t) in leaves}
-    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
-    seen: dict[int, Any] = {}  # holds the nodes: their ids stay unique during the walk
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        if len(seen) >= MAX_GRAPH_NODES:
-            return None
-        seen[id(node)] = node
+    for node in graph:
         if id(node) in nodes:
             found.add(nodes[id(node)])
         variable = getattr(node, "variable", None)
         if variable is not None and id(variable) in leaves:
             found.add(leaves[id(variable)])
-        try:
-            following = node.next_functions
-        except Exception:
-            continue
-        stack.extend(item[0] for item in following if item[0] is not None)
     return sorted(found)
+
+
+def _note(node: Any) -> dict[str, Any] | None:
+    """The recorder's note on a graph node (kept in the node's own metadata, so it lives
+    exactly as long as the node: a rebuilt graph is new nodes without notes)."""
+    try:
+        metadata = node.metadata
+        note = metadata.setdefault(MARK, {})
+    except Exception:
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def _accumulator(node: Any) -> bool:
+    """A leaf's AccumulateGrad node: shared by every graph built from the leaf."""
+    return getattr(node, "variable", None) is not None
+
+
+def graph_marks(nodes: list[Any] | None, index: int) -> dict[str, Any]:
+    """`graph_reused`: the call's graph goes through a node an earlier call's graph went
+    through (a retained graph used again; a leaf's gradient accumulator does not count);
+    `differentiates`: the serials of the derivatives made by earlier calls with
+    create_graph that the graph goes through (a derivative differentiated again). Both
+    None when the graph was not walked. Nodes not yet walked are noted as walked by call
+    `index`."""
+    if nodes is None:
+        return {"graph_reused": None, "differentiates": None}
+    reused = False
+    derivatives: set[int] = set()
+    for node in nodes:
+        note = None if _accumulator(node) else _note(node)
+        if note is None:
+            continue
+        if isinstance(note.get("walked"), int):
+            reused = True
+        else:
+            note["walked"] = index
+        if isinstance(note.get("derivative"), int):
+            derivatives.add(note["derivative"])
+    return {"graph_reused": reused, "differentiates": sorted(derivatives)}
+
+
+def mark_derivatives(
+    api: str, result: Any, bound: Mapping[str, Any], nodes: list[Any] | None, serial: int
+) -> list[tuple[torch.Tensor, int]]:
+    """After a successful call with create_graph: notes the graph node of each derivative
+    it made (autograd.grad's results; the `.grad` of the leaves a backward wrote) with a
+    serial number from `serial` on, so that a later call differentiating it says which.
+    Returns each derivative it noted, with its serial."""
+    if api == "autograd.grad":
+        derivatives = _tensors(result)
+    else:
+        leaves = _tensors(bound.get("inputs"))
+        if not leaves:
+            leaves = [n.variable for n in nodes or () if _accumulator(n)][:100]
+        derivatives = [leaf.grad for leaf in leaves if isinstance(leaf.grad, torch.Tensor)]
+    made: list[tuple[torch.Tensor, int]] = []
+    for tensor in derivatives:
+        number = serial + len(made)
+        noted = False
+        for level in _levels(tensor):
+            node = level.grad_fn
+            note = None if node is None else _note(node)
+            if note is not None and "derivative" not in note:
+                note["derivative"] = number
+                noted = True
+        if noted:
+            made.append((tensor, number))
+    return made
+
+
+def forward_mode(made: list[tuple[torch.Tensor, int]]) -> bool:
+    """The derivatives just made are differentiated again in forward mode as they are
+    computed: a torch.func `jvp` transform is active around the call (forward over
+    reverse, `jvp(grad(f), ...)`), or one of them carries a forward-mode tangent."""
+    try:
+        functorch = sys.modules.get("torch._functorch.pyfunctorch")
+        if functorch is not None:
+            stack = functorch.retrieve_all_functorch_interpreters()
+            if any("jvp" in str(interpreter.key()).lower() for interpreter in stack):
+                return True
+        forward = sys.modules.get("torch.autograd.forward_ad")
+        if forward is not None:
+            return any(forward.unpack_dual(t).tangent is not None for t, _ in made)
+    except Exception:
+        return False
+    return False
+
+
+def _levels(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """The tensor and, for a torch.func transform's wrapper, the tensors it wraps (the
+    derivative an inner `grad` makes is differentiated through its unwrapped self)."""
+    found = [tensor]
+    functorch = getattr(torch._C, "_functorch", None)
+    with contextlib.suppress(Exception):
+        while functorch is not None and len(found) < 16:
+            if not functorch.is_gradtrackingtensor(found[-1]):
+                break
+            found.append(functorch.get_unwrapped(found[-1]))
+    return found
+
+
+class Identities:
+    """Which tensor object each tracked name holds: a serial number per tensor, the same
+    while the name keeps holding the same object (a weak reference: a tensor that died
+    and a new one at its address are told apart), a new one when the name is rebound."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, Any] = {}
+        self.serials: dict[str, int] = {}
+        self.count = 0
+
+    def of(self, tracked: Mapping[str, Any]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for name, value in tracked.items():
+            if not isinstance(value, torch.Tensor):
+                continue
+            ref = self.refs.get(name)
+            if ref is None or ref() is not value:
+                try:
+                    self.refs[name] = weakref.ref(value)
+                except TypeError:
+                    continue
+                self.serials[name] = self.count
+                self.count += 1
+            found[name] = self.serials[name]
+        return found
 
 
 def _onto_stale(root: Any, bound: Mapping[str, Any]) -> bool:

@@ -3,11 +3,11 @@
 Runs inside the sandbox after main.py forked it (stdlib + torch + numpy only), holding
 fds 0 (/dev/null), 1 and 2 (a pipe to the parent) and the child's end of the protocol
 channel (channel.CHILD_FD), nothing else. Before any learner code it installs, in this
-order: the seccomp filter (confine.py), the autograd wrappers (instrument.py), in a
-second run the stand-in GPU (standin.py) or the move of the leaves to other starting
-values (shift.py: the `nn.Parameter` wrapper now, its mode entered around the code like
-the stand-in's), the snapshot of what the harness relies on and the audit hook
-(guard.py); then it takes the harness's modules out of `sys.modules` and `sys.path`.
+order: the seccomp filter (confine.py), the autograd wrappers (instrument.py), where
+asked the stand-in GPU (standin.py), the snapshot of what the harness relies on and the
+audit hook (guard.py); then it takes the harness's modules out of `sys.modules` and
+`sys.path`. (A second run's other starting values are already in the source it gets:
+the worker rewrote it, grader/rewrite.py.)
 
 Messages to the parent (FORMAT.md section 2): `tamper` (at once, when seen), `next`
 (learner function jobs: asks for the next case; the parent answers `case` or `end`),
@@ -34,10 +34,10 @@ from typing import Any
 import casework
 import channel
 import confine
+import construct
 import guard
 import instrument
 import numpy as np
-import shift
 import standin
 import torch
 import values
@@ -54,7 +54,7 @@ MAX_TAMPER = 100
 SEED = 0
 HARNESS_MODULES = (
     "casework", "channel", "confine", "conversation", "guard", "instrument", "values", "runner",
-    "standin", "shift",
+    "standin", "construct",
 )  # fmt: skip
 
 
@@ -198,8 +198,6 @@ class Runner:
         self.audit: guard.AuditGuard | None = None
         self.snapshot: guard.Snapshot | None = None
         self.device_mode: Any = contextlib.nullcontext()  # the stand-in GPU's mode
-        self.shift: shift.Shift | None = None  # the second run's other starting values
-        self.shift_mode: Any = contextlib.nullcontext()
         self.learner_seeds = envelope.get("seed_by_learner") is True
         self.drawn_seed: int | None = None  # torch's seed the harness left (learner seeds)
 
@@ -227,17 +225,8 @@ class Runner:
         scale = self.envelope.get("grad_scale")
         if isinstance(scale, float) and self.envelope["kind"] == "script":
             self.recorder.grad_scale = scale  # every gradient seed scaled (instrument.py)
-        moved = self.envelope.get("shift")
-        if isinstance(moved, dict) and self.envelope["kind"] == "script":
-            allowed, indices = moved.get("allowed"), moved.get("indices")
-            self.shift = shift.Shift(
-                float(moved["scale"]),
-                float(moved["offset"]),
-                None if allowed is None else [str(mark) for mark in allowed],
-                None if indices is None else [int(index) for index in indices],
-            )
-            self.shift_mode = shift.install(self.shift)  # other starting values (shift.py)
-        modules = [casework, channel, confine, guard, instrument, values, standin, shift]
+        modules = [casework, channel, confine, guard, instrument, values, standin]
+        modules.append(construct)
         modules.append(sys.modules[__name__])
         spaces = guard.watched_namespaces(modules)
         files = {m.__file__ for m in modules if m.__file__}
@@ -321,8 +310,6 @@ class Runner:
                 variables[name] = self.safe_encode(namespace[name])
         stdout, truncated = self.stdout.take()
         provenance = self.recorder.provenance()
-        if self.shift is not None:
-            provenance["shifted"] = list(self.shift.shifted)
         return {
             "variables": variables,
             "backward_calls": self.recorder.calls,
@@ -343,7 +330,7 @@ class Runner:
         exception = None
         try:
             code = compile_source(source, SUBMISSION)
-            with self.watching(), self.device_mode, self.shift_mode:
+            with self.watching(), self.device_mode:
                 exec(code, namespace)
         except SystemExit as error:
             if error.code not in (None, 0):

@@ -64,8 +64,8 @@ def run_envelope(
 def combine_runs(runs: Sequence[LabelledRun]) -> Report:
     """One report from several runs of one submission: a failed run fails the whole (its
     message starts with its label); otherwise each check keeps the first failure of a run
-    that judges it, its message prefixed with that run's label. The first run judges
-    every check."""
+    that judges it, its message prefixed with that run's label, and the `claim` label
+    (`data`) of any run that judges it. The first run judges every check."""
     first = runs[0].report
     flags = limited([flag for run in runs for flag in run.report.integrity_flags])
     duration = round(sum(run.report.duration_s for run in runs), 3)
@@ -75,13 +75,16 @@ def combine_runs(runs: Sequence[LabelledRun]) -> Report:
             return replace(run.report, message=message, integrity_flags=flags, duration_s=duration)
     checks = []
     for index, check in enumerate(first.checks):
-        for run in runs:
-            if run.judged is not None and index not in run.judged:
-                continue
+        judging = [run for run in runs if run.judged is None or index in run.judged]
+        for run in judging:
             mine = run.report.checks[index]
             if not mine.passed:
                 check = replace(mine, message=run.label + mine.message)
                 break
+        claims = [run.report.checks[index].data.get("claim") for run in judging]
+        claim = next((text for text in claims if text), None)
+        if claim and "claim" not in check.data:  # a point that rests on what the code says
+            check = replace(check, data={**check.data, "claim": claim})
         checks.append(check)
     score = sum(c.score for c in checks)
     exception = next((run.report.exception for run in runs if run.report.exception), None)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from grader.capture import Capture, CaptureError, parse_result
 from grader.protocol import (
@@ -37,10 +35,9 @@ def learner_envelope(
     *,
     stand_in: str | None = None,
     grad_scale: float | None = None,
-    shift: Mapping[str, Any] | None = None,
 ) -> Envelope:
     """The learner job's envelope: `code` and, for a function exercise, the encoded cases
-    of the reference's capture (`stand_in`, `grad_scale`, `shift`: see `Envelope`)."""
+    of the reference's capture (`stand_in`, `grad_scale`: see `Envelope`)."""
     manifest = package.manifest
     function = manifest.kind == "function"
     return Envelope(
@@ -54,7 +51,6 @@ def learner_envelope(
         cases=tuple(dict(c.input or {}) for c in reference.cases) if function else None,
         stand_in=stand_in,
         grad_scale=grad_scale,
-        shift=shift,
     )
 
 
@@ -69,16 +65,13 @@ def learner_run(
     job_id: str,
     stand_in: str | None = None,
     grad_scale: float | None = None,
-    shift: Mapping[str, Any] | None = None,
 ) -> tuple[Report, Capture | None]:
-    """Runs the learner's code once (on `device`, with a stand-in GPU, every gradient
-    seed scaled by `grad_scale` and other starting values (`shift`) when asked) and
+    """Runs the learner's code once (on `device`, with a stand-in GPU and every gradient
+    seed scaled by `grad_scale` when asked) and
     grades it against `reference`: its report and its validated capture (None without
     one). `runtime`: the report's runtime (the sandbox's key of the job's device)."""
     limits = package.manifest.limits
-    envelope = learner_envelope(
-        package, code, reference, stand_in=stand_in, grad_scale=grad_scale, shift=shift
-    )
+    envelope = learner_envelope(package, code, reference, stand_in=stand_in, grad_scale=grad_scale)
     started = time.perf_counter()
     run = run_envelope(sandbox, envelope, limits, device, job_id)
     duration = time.perf_counter() - started

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from grader.cache import ReferenceCache, cache_key
 from grader.capture import Capture, CaptureError, ErrorInfo, parse_result, validate_capture
@@ -20,6 +19,7 @@ from grader.protocol import (
     RunStatus,
     SandboxResult,
 )
+from grader.rewrite import Start, rewrite, starts_key
 from grader.runs.base import Run, envelope_limits, run_envelope
 from grader.runs.learner import failure_message, seconds
 from grader.sandbox import publish
@@ -27,9 +27,6 @@ from grader.sandbox.base import Sandbox
 from grader.sandbox.common import signal_of
 from grader.sandbox.config import PACKAGE_HARNESS
 from grader.spec import Package
-
-if TYPE_CHECKING:
-    from grader.runs.second import Transform
 
 REFERENCE_DETAIL_CHARS = 2_000
 
@@ -43,11 +40,13 @@ def reference_envelope(
     package: Package,
     seed: int,
     grad_scale: float | None = None,
-    shift: Mapping[str, Any] | None = None,
+    starts: Sequence[Start] = (),
 ) -> Envelope:
-    """The reference job's envelope (`grad_scale`, `shift`: see `Envelope`)."""
+    """The reference job's envelope (`grad_scale`: see `Envelope`; `starts`: the
+    solution rewritten to start its designated leaves there, grader/rewrite.py)."""
     manifest = package.manifest
-    files = {"submission.py": package.solution}
+    solution = rewrite(package.solution, starts).source if starts else package.solution
+    files = {"submission.py": solution}
     function = manifest.kind == "function"
     if function:
         files["cases.py"] = package.cases or ""
@@ -62,7 +61,6 @@ def reference_envelope(
         seed=seed if function else None,
         trials=manifest.trials if function else None,
         grad_scale=grad_scale,
-        shift=shift,
     )
 
 
@@ -74,13 +72,11 @@ def reference_capture(
     sandbox: Sandbox,
     cache: ReferenceCache | None,
     grad_scale: float | None = None,
-    shift: Transform | None = None,
-    indices: Sequence[int] | None = None,
+    starts: Sequence[Start] = (),
 ) -> Capture:
     """The reference's capture, from the cache or from a fresh sandbox run (`grad_scale`:
-    the run with every gradient seed scaled; `shift`: with other starting values, moving
-    every leaf, or with `indices` only the leaves of those positions:
-    `grader.runs.second.scaled_reference`)."""
+    the run with every gradient seed scaled; `starts`: with its designated leaves at those
+    starting values, cached by the values: `grader.runs.second.scaled_reference`)."""
     where = reference_device(package, device)
     function = package.manifest.kind == "function"
     runtime = f"{sandbox.runtime_key(where)} harness-{publish.digest_of(PACKAGE_HARNESS)}"
@@ -88,8 +84,8 @@ def reference_capture(
         runtime += " seed-by-learner"  # its run differs from a harness-seeded one
     if grad_scale is not None:
         runtime += f" grad-scale-{grad_scale!r}"
-    if shift is not None:
-        runtime += f" {shift.key(indices)}"
+    if starts:
+        runtime += f" {starts_key(starts)}"
     key = cache_key(package.content_hash, seed if function else None, runtime, where)
     if cache is not None:
         cached = cache.get(key)
@@ -98,8 +94,7 @@ def reference_capture(
                 return validate_capture(cached)
             except CaptureError:
                 pass
-    moved = None if shift is None else shift.envelope(None, indices)
-    envelope = reference_envelope(package, seed, grad_scale, moved)
+    envelope = reference_envelope(package, seed, grad_scale, starts)
     run = run_envelope(sandbox, envelope, package.manifest.limits, where, f"reference-{key[:12]}")
     capture = _checked_reference(package, run)
     if cache is not None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import pytest
 from conftest import GradeCode
 from grading_helpers import REPO, failed_diagnoses
+from test_shortcut_checks import SHORTCUTS
 from test_skill_checks_sandbox import FORBIDDEN as SKILL_FORBIDDEN
+from test_skills_by_construction import DIAGNOSED as BY_CONSTRUCTION
 
 from grader.checks.diagnoses.catalogue import DIAGNOSES
 
@@ -291,8 +293,10 @@ CASES.append(
 
 
 def test_every_diagnosis_of_the_format_has_a_sandboxed_wrong_submission() -> None:
-    """Here, or among the skill checks' forbidden submissions (test_skill_checks_sandbox)."""
+    """Here, among the skill checks' forbidden submissions (test_skill_checks_sandbox) or
+    the shortcuts (test_shortcut_checks)."""
     skills = {diagnosis for *_, diagnosis in SKILL_FORBIDDEN}
+    skills |= {diagnosis for diagnosis, *_ in SHORTCUTS} | set(BY_CONSTRUCTION)
     assert {case[0] for case in CASES} | skills == set(DIAGNOSES)
 
 

@@ -11,12 +11,21 @@ from conftest import GradeCode
 pytestmark = pytest.mark.sandbox
 
 SKILL_CHECK = {
-    "custom-autograd-function": "a torch.autograd.Function subclass whose backward computes "
-    "without autograd",
-    "numpy-backprop": "no torch autograd while manual_backward runs (NumPy only)",
+    "custom-autograd-function": "claim: a torch.autograd.Function subclass whose backward "
+    "makes no autograd call",
+    "numpy-backprop": "claim: no torch autograd while manual_backward runs (NumPy only)",
     "micro-batch-accumulation": "the model never sees more than micro_batch_size samples at once",
     "retain-grad": "y kept its gradient through y.retain_grad() before backward()",
 }
+
+# Checks held by construction (grader/harness/construct.py): autograd is off where the
+# grader calls the code itself, so the forbidden way does not reach those numbers either.
+PROBE = "backward, called by the grader with hidden grad_outputs and autograd off, is exact"
+HELD = {package: {name} for package, name in SKILL_CHECK.items()}
+HELD["custom-autograd-function"].add(PROBE)
+# a full-batch backward is also a single backward for all micro-batches (test_shortcut_checks)
+HELD["micro-batch-accumulation"].add("one backward call per micro-batch")
+
 
 FORBIDDEN: list[tuple[str, str, str, str]] = [
     (
@@ -114,8 +123,10 @@ def test_the_right_numbers_the_forbidden_way_lose_the_skill_check(
     skill = by_name[SKILL_CHECK[package]]
     assert not skill.passed
     assert skill.diagnosis == diagnosis, skill.message
-    others = [c.name for c in report.checks if not c.passed and c.name != skill.name]
-    if package != "retain-grad":  # there a .grad written by hand is also hard-coded
+    others = [c.name for c in report.checks if not c.passed and c.name not in HELD[package]]
+    # retain-grad: a .grad written by hand is also hard-coded; numpy-backprop: autograd
+    # is off while manual_backward runs, so no gradient is reached at all
+    if package not in ("retain-grad", "numpy-backprop"):
         assert not others, "the numbers are right: only the skill check fails"
 
 

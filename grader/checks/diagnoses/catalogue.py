@@ -205,6 +205,27 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "require grad, no backward() or torch.autograd.grad.",
     ),
     Diagnosis(
+        "builtin-derivative",
+        "PyTorch's own derivative used",
+        "backward must apply the chain rule you worked out: grad_output times f'(x) "
+        "written with ordinary tensor operations, not a built-in derivative (an aten "
+        "*_backward operator, torch.func.vjp/jvp, forward-mode dual tensors).",
+    ),
+    Diagnosis(
+        "numerical-derivative",
+        "A numerical approximation, not the derivative",
+        "Finite differences (f(x + h) - f(x - h)) / 2h, or a complex step, only approximate "
+        "the derivative, and cost extra forward evaluations: derive the formula for the "
+        "derivative and compute it exactly from the saved values.",
+    ),
+    Diagnosis(
+        "no-backward-pass",
+        "No backward pass",
+        "Backpropagation reuses the forward pass's intermediate values and runs the chain "
+        "rule once from the loss back to every parameter; perturbing each parameter "
+        "(complex step, dual numbers) and re-running the forward pass is not a backward pass.",
+    ),
+    Diagnosis(
         "batch-too-large",
         "More samples in one forward pass than allowed",
         "Call the model on micro-batches of at most micro_batch_size samples and let "
@@ -234,6 +255,33 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "The exercise asks you to seed torch: without torch.manual_seed(...) before the model "
         "is created its starting weights are random and your loss curve cannot match the "
         "reference's, so keep the seed line the statement gives.",
+    ),
+    Diagnosis(
+        "no-double-backward",
+        "Second derivative not taken by autograd",
+        "Differentiate the first derivative itself: take it with create_graph=True, then "
+        "call torch.autograd.grad (or backward) on it, since finite differences of first "
+        "derivatives or a formula worked out by hand give the number without the skill.",
+    ),
+    Diagnosis(
+        "single-backward",
+        "One backward for all micro-batches",
+        "Call backward() on each micro-batch's (weighted) loss inside the loop, so that the "
+        "gradients accumulate in .grad: joining the outputs into one full-batch loss needs "
+        "the whole batch's graph in memory at once, which accumulation is meant to avoid.",
+    ),
+    Diagnosis(
+        "graph-not-reused",
+        "Graph rebuilt instead of reused",
+        "retain_graph=True keeps the graph for another backward(): call backward() again on "
+        "the same tensor instead of computing it anew (a rebuilt graph retains nothing).",
+    ),
+    Diagnosis(
+        "leaf-recreated",
+        "Parameter re-created instead of updated in place",
+        "Update the parameter in place under torch.no_grad() (w -= lr * w.grad) and then "
+        "clear its gradient: a new tensor made from .item() each step is a different leaf, "
+        "so anything holding the old one (an optimizer, a model) never sees the update.",
     ),
     Diagnosis(
         "crashed",

@@ -1,0 +1,182 @@
+"""Skill checks held by construction (issue 29): calls of the learner's code that the
+harness makes itself, on inputs the code cannot predict, under conditions it did not
+choose (FORMAT.md section 1, "probe_backward" and the "numpy_only" call).
+
+- `probe_backward`: the harness calls the learner's `Function.backward(ctx, g)` itself,
+  with the ctx its forward filled and hidden upstream gradients `g` from the case (drawn
+  from the job's seed), under `torch.no_grad()` and `torch.inference_mode()`: no graph
+  can be built, so a backward that differentiates with autograd cannot give the answer
+  the ordinary way. The returned gradients are compared with the reference's in zone 1.
+  While it runs, a dispatch mode of ours notes which built-in derivative operators
+  (`aten.*_backward`, dual tensors) ran and whether a complex tensor was made: that part
+  is an observation in the learner's interpreter, a claim.
+- `numpy_call`: the entry of a NumPy-only exercise is called inside
+  `torch.inference_mode()` (torch's autograd records nothing there), with its arrays as
+  `Watched` arrays that note complex or object dtypes reaching a NumPy ufunc (complex-
+  step or dual-number differentiation, which needs no backward pass): a claim as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+MAX_PROBES = 8
+MAX_NOTED = 20
+MAX_ERROR = 300
+DUAL_OPS = ("_make_dual", "_unpack_dual", "_fw_primal")
+_NO_GRAD = torch.no_grad
+_INFERENCE = torch.inference_mode
+_FUNCTION = torch.autograd.Function
+
+
+class DerivativeWatch(TorchDispatchMode):
+    """Notes built-in derivative operators and complex tensors seen while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.derivatives: list[str] = []
+        self.complex = False
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        name = str(getattr(func, "__name__", func))
+        noted = name in self.derivatives or len(self.derivatives) >= MAX_NOTED
+        if not noted and _is_derivative(name):
+            self.derivatives.append(name)
+        result = func(*args, **(kwargs or {}))
+        if not self.complex and _any_complex((args, kwargs, result)):
+            self.complex = True
+        return result
+
+
+def _is_derivative(name: str) -> bool:
+    base = name.split(".")[0]
+    return base.endswith("_backward") or base in DUAL_OPS
+
+
+def _any_complex(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.is_complex()
+    if depth < 3 and isinstance(value, list | tuple):
+        return any(_any_complex(item, depth + 1) for item in value[:MAX_NOTED])
+    if depth < 3 and isinstance(value, dict):
+        return any(_any_complex(item, depth + 1) for item in list(value.values())[:MAX_NOTED])
+    return False
+
+
+def _first_tensor(value: Any) -> torch.Tensor | None:
+    if isinstance(value, tuple | list) and value:
+        value = value[0]
+    return value.detach().clone() if isinstance(value, torch.Tensor) else None
+
+
+def _own_node(entry: Any, result: Any) -> Any:
+    """The result's backward node when the entry's own Function made it, else None."""
+    if not (isinstance(entry, type) and issubclass(entry, _FUNCTION)):
+        return None
+    node = result.grad_fn if isinstance(result, torch.Tensor) else None
+    return node if getattr(node, "_forward_cls", None) is entry else None
+
+
+def probe_backward(entry: Any, result: Any, grads: Any, phase: Callable[[], Any]) -> dict:
+    """The learner's backward called by the harness on each hidden upstream gradient.
+    `phase()` is the case watch's backward phase (its autograd counts include these
+    calls). Returns {"own_node", "grads", "error", "derivatives", "complex", "intact"}."""
+    node = _own_node(entry, result)
+    found: dict[str, Any] = {"own_node": node is not None, "grads": [], "error": "",
+                             "derivatives": [], "complex": False, "intact": True}  # fmt: skip
+    if node is None:
+        return found
+    watch = DerivativeWatch()
+    for grad in list(grads)[:MAX_PROBES]:
+        upstream = grad.detach().clone() if isinstance(grad, torch.Tensor) else grad
+        try:
+            with ExitStack() as stack:
+                stack.enter_context(phase())
+                stack.enter_context(_NO_GRAD())
+                stack.enter_context(_INFERENCE())
+                stack.enter_context(watch)
+                answer = entry.backward(node, upstream)
+                found["intact"] = found["intact"] and watch in _get_current_dispatch_mode_stack()
+        except Exception as error:  # the learner's backward failed on our call
+            found["error"] = f"{type(error).__name__}: {error}"[:MAX_ERROR]
+            found["grads"].append(None)
+            continue
+        found["grads"].append(_first_tensor(answer))
+    found["derivatives"] = list(watch.derivatives)
+    found["complex"] = watch.complex
+    return found
+
+
+class Watched(np.ndarray):
+    """An input array of a NumPy-only call that notes complex or object dtypes reaching a
+    ufunc. Results are plain arrays: only the first operation on an input is seen."""
+
+    notes: dict[str, bool] = {"complex": False, "object": False}
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        plain = [item.view(np.ndarray) if isinstance(item, Watched) else item for item in inputs]
+        out = kwargs.get("out")
+        if isinstance(out, tuple):
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, Watched) else o for o in out)
+        _note_kinds(Watched.notes, plain)
+        answer = getattr(ufunc, method)(*plain, **kwargs)
+        _note_kinds(Watched.notes, [answer])
+        return answer
+
+
+def _note_kinds(notes: dict[str, bool], values: list[Any]) -> None:
+    for value in values[:MAX_NOTED]:
+        kind = np.asarray(value).dtype.kind if _array_like(value) else ""
+        if kind == "c" or isinstance(value, complex):
+            notes["complex"] = True
+        elif kind == "O":
+            notes["object"] = True
+
+
+def _array_like(value: Any) -> bool:
+    return isinstance(value, np.ndarray | np.generic | int | float | complex)
+
+
+def watched(value: Any) -> Any:
+    """A float or integer array as a Watched view (anything else as it is)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fiu":
+        return value.view(Watched)
+    return value
+
+
+class AutogradUnavailable(RuntimeError):
+    """torch's own error, renamed, when a NumPy-only entry reached for autograd (which is
+    off while it runs): the checks name it `used-autograd`, not a broken graph."""
+
+
+UNAVAILABLE = "torch's autograd is off while this function runs (the exercise is NumPy only)"
+AUTOGRAD_ERRORS = ("does not require grad", "nference tensor")
+
+
+def numpy_call(target: Callable[..., Any], args: list[Any]) -> tuple[Any, dict[str, bool]]:
+    """Calls a NumPy-only entry inside torch.inference_mode() with Watched arrays;
+    returns its result (arrays made plain again) and what the arrays noted."""
+    Watched.notes.update(complex=False, object=False)  # in place: the snapshot compares
+    with _INFERENCE():
+        try:
+            result = target(*[watched(arg) for arg in args])
+        except RuntimeError as error:
+            if not any(text in str(error) for text in AUTOGRAD_ERRORS):
+                raise
+            raise AutogradUnavailable(f"{UNAVAILABLE}: {error}") from None
+    notes = dict(Watched.notes)
+    return _plain(result), notes
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Watched):
+        return value.view(np.ndarray)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in list(value.items())[: MAX_NOTED * 5]}
+    return value

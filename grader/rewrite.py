@@ -1,0 +1,337 @@
+"""Hidden starting values: the second run's rewrite of a script's source (FORMAT.md
+section 2, "The second run").
+
+The exercise's graded leaves (the `names` that the reference leaves as floating-point
+tensors requiring grad, `grader.runs.second.designated_leaves`) are given, in the second
+run, starting values drawn from the submission's hidden seed over a continuous range
+(`draw_starts`). They are put in place by rewriting the source in the worker, before it
+reaches any sandbox (`rewrite`): after every assignment to a designated name (at module
+level, in any block or loop there, or in a function that declares the name `global`;
+`globals()["x"] = ...` too) one call is appended on the same line (so every line keeps
+its number), which, when the name then holds the leaf's plain starting value (a number,
+or a floating-point leaf tensor holding exactly those values), replaces that value with
+the hidden one (a tensor's data replaced: its identity, dtype, device, shape and
+`requires_grad` are kept). A value that is not the plain one (already started, or
+updated by training) is left alone, so `x = 2.0` then `x = torch.tensor(x,
+requires_grad=True)`, a starter line left above the learner's own, and leaves re-created
+from updated values in a loop all work. The reference's solution is rewritten the same
+way, at the same values.
+
+Nothing here trusts the learner's process: the values are literals of the source it
+receives, unknown before it runs. Code that undoes the call keeps the plain values and is
+compared with the reference at the hidden ones; code that reads the value (or the call's
+arguments) at run time knows the inputs, not the answer, and must compute it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+STARTER = "__gradlab_start__"
+# Defined once in the module's globals by the first call that runs (exec'd from a literal,
+# so no line of the learner's file moves); a fixed text, never built from job data.
+PRELUDE = (
+    "def __gradlab_start__(name, plain, hidden):\n"
+    "    import torch\n"
+    "    space = globals()\n"
+    "    value = space.get(name)\n"
+    "    if isinstance(value, (int, float)) and not isinstance(value, bool):\n"
+    "        if len(plain) == 1 and float(value) == plain[0]:\n"
+    "            space[name] = hidden[0]\n"
+    "        return\n"
+    "    if not isinstance(value, torch.Tensor) or not value.is_floating_point():\n"
+    "        return\n"
+    "    if not value.is_leaf or value.numel() != len(plain):\n"
+    "        return\n"
+    "    with torch.no_grad():\n"
+    "        same = torch.tensor(plain, dtype=value.dtype).reshape(value.shape)\n"
+    "        if not torch.equal(value.detach().cpu(), same):\n"
+    "            return\n"
+    "        moved = torch.tensor(hidden, dtype=value.dtype, device=value.device)\n"
+    "        value.data = moved.reshape(value.shape)\n"
+)
+GRID = 65_536  # drawn values are multiples of 1/GRID: exact in float32 for small leaves
+SCALES = (1.25, 2.0)  # a start is plain * scale + offset, away from zero
+OFFSETS = (0.25, 1.0)
+MAX_SOURCE_CHARS = 1_000_000  # longer sources are not rewritten (the fallback)
+
+
+@dataclass(frozen=True)
+class Start:
+    """One designated leaf: its name, its plain starting values (flat, as the reference
+    writes them) and the hidden ones of this job."""
+
+    name: str
+    plain: tuple[float, ...]
+    hidden: tuple[float, ...]
+
+
+def draw_starts(leaves: Mapping[str, Sequence[float]], seed: int) -> tuple[Start, ...]:
+    """Each leaf's hidden values, from the seed and the leaf's name: `plain * scale +
+    offset` away from zero (a positive value stays positive, a zero moves, no value is
+    its own start), scale in [1.25, 2) and offset in [0.25, 1) on a grid of 1/65536
+    (over 2 * 10**9 pairs per leaf), drawn per job."""
+    starts = []
+    for name in sorted(leaves):
+        scale = _uniform(seed, name, "scale", SCALES)
+        offset = _uniform(seed, name, "offset", OFFSETS)
+        plain = tuple(float(v) for v in leaves[name])
+        hidden = tuple(v * scale + (offset if v >= 0 else -offset) for v in plain)
+        starts.append(Start(name, plain, hidden))
+    return tuple(starts)
+
+
+def _uniform(seed: int, name: str, part: str, bounds: tuple[float, float]) -> float:
+    digest = hashlib.sha256(f"{seed}\0{name}\0{part}".encode()).digest()
+    steps = int((bounds[1] - bounds[0]) * GRID)
+    return bounds[0] + (int.from_bytes(digest[:8], "big") % steps) / GRID
+
+
+def starts_key(starts: Sequence[Start]) -> str:
+    """The reference cache's runtime words for a run at these starting values."""
+    text = repr([(s.name, s.plain, s.hidden) for s in sorted(starts, key=lambda s: s.name)])
+    return f"starts-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+
+
+def plain_starts(source: str, names: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """The plain starting values the reference's source writes for `names`: at the
+    first assignment to each, the first literal of a `tensor(...)` / `as_tensor(...)`
+    (or the fill value of `full(...)`), or a literal assigned as it is. A name without one
+    is not designated (its points rest on the second run's scaled gradients alone)."""
+    tree = _parse(source)
+    if tree is None:
+        return {}
+    found: dict[str, tuple[float, ...]] = {}
+    for name, node in _first_assignments(tree, set(names)):
+        values = _literal_start(node.value) if node.value is not None else None
+        if values is not None:
+            found[name] = values
+    return found
+
+
+def made_leaves(source: str) -> list[str]:
+    """The global names whose first assignment in `source` makes a leaf that requires
+    grad: a call with `requires_grad=True`, `.requires_grad_()` or `Parameter(...)`
+    (the reference's leaves, also those the manifest does not capture)."""
+    tree = _parse(source)
+    if tree is None:
+        return []
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return [
+        name
+        for name, node in _first_assignments(tree, names)
+        if node.value is not None and _makes_leaf(node.value)
+    ]
+
+
+def _first_assignments(tree: ast.Module, names: set[str]) -> Iterator[tuple[str, Assignment]]:
+    seen: set[str] = set()
+    for name, node in _assignments(tree, names):
+        if name not in seen:
+            seen.add(name)
+            yield name, node
+
+
+def _makes_leaf(value: ast.expr) -> bool:
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        if _called(node.func) in ("requires_grad_", "Parameter"):
+            return True
+        for keyword in node.keywords:
+            flag = keyword.value
+            if keyword.arg == "requires_grad" and isinstance(flag, ast.Constant) and flag.value:
+                return True
+    return False
+
+
+def _literal_start(value: ast.expr) -> tuple[float, ...] | None:
+    direct = _numbers(value)
+    if direct is not None:
+        return direct
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        called = _called(node.func)
+        if called in ("tensor", "as_tensor") and node.args:
+            return _numbers(node.args[0])
+        if called == "full" and len(node.args) >= 2:
+            return _numbers(node.args[1])
+    return None
+
+
+def _called(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _numbers(node: ast.expr) -> tuple[float, ...] | None:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    flat: list[float] = []
+    if not _flatten(value, flat) or not flat:
+        return None
+    return tuple(flat)
+
+
+def _flatten(value: object, into: list[float]) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        into.append(float(value))
+        return True
+    if isinstance(value, list | tuple):
+        return all(_flatten(item, into) for item in value)
+    return False
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """The rewritten source and the designated names it starts (those with at least one
+    assignment the rewrite found); `missing`: the names it could not start."""
+
+    source: str
+    started: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+def rewrite(source: str, starts: Sequence[Start]) -> Rewritten:
+    """`source` with a start call after every assignment to a designated name (module
+    docstring). A source that does not parse (or is too long, or whose rewrite would not
+    parse) is returned as it is, with every name missing: the run then moves nothing."""
+    wanted = {start.name: start for start in starts}
+    untouched = Rewritten(source, (), tuple(sorted(wanted)))
+    tree = _parse(source) if wanted else None
+    if tree is None:
+        return untouched
+    sites: dict[tuple[int, int], list[str]] = {}
+    for name, node in _assignments(tree, set(wanted)):
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        names = sites.setdefault((node.end_lineno, node.end_col_offset), [])
+        if name not in names:
+            names.append(name)
+    lines = _lines(source)
+    for (line, column), names in sorted(sites.items(), reverse=True):
+        calls = f"; {DEFINE}" + "".join(f"; {_call(wanted[name])}" for name in names)
+        raw = lines[line - 1].encode("utf-8")
+        lines[line - 1] = (raw[:column] + calls.encode() + raw[column:]).decode("utf-8")
+    text = "".join(lines)
+    if _parse(text) is None:
+        return untouched
+    started = tuple(sorted({name for names in sites.values() for name in names}))
+    return Rewritten(text, started, tuple(sorted(set(wanted) - set(started))))
+
+
+DEFINE = f"exec({PRELUDE!r}, globals()) if {STARTER!r} not in globals() else None"
+
+
+def _call(start: Start) -> str:
+    arguments = f"{start.name!r}, {list(start.plain)!r}, {list(start.hidden)!r}"
+    return f"{STARTER}({arguments})"
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def _lines(source: str) -> list[str]:
+    """The source's lines as the tokenizer counts them (only \\r\\n, \\r and \\n end one)."""
+    lines, start = [], 0
+    for match in _NEWLINE.finditer(source):
+        lines.append(source[start : match.end()])
+        start = match.end()
+    lines.append(source[start:])
+    return lines
+
+
+def _parse(source: str) -> ast.Module | None:
+    if len(source) > MAX_SOURCE_CHARS:
+        return None
+    try:
+        return ast.parse(source, "submission.py")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+Assignment = ast.Assign | ast.AnnAssign
+
+
+def _assignments(tree: ast.Module, names: set[str]) -> Iterator[tuple[str, Assignment]]:
+    """(name, statement) for each assignment to one of `names` that binds the module's
+    global, in source order."""
+    yield from _in_block(tree.body, names, names)
+
+
+def _in_block(
+    body: Sequence[ast.stmt], names: set[str], bound: set[str]
+) -> Iterator[tuple[str, Assignment]]:
+    """`bound`: the names an assignment in this block binds globally (all at module
+    level; in a function, those it declares `global`)."""
+    for statement in body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if isinstance(statement, ast.AnnAssign) and statement.value is None:
+                continue
+            for target in targets:
+                for name in _target_names(target, bound, names):
+                    yield name, statement
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            declared = {n for node in _own_nodes(statement) if isinstance(node, ast.Global)
+                        for n in node.names}  # fmt: skip
+            yield from _in_block(statement.body, names, declared & names)
+        elif isinstance(statement, ast.ClassDef):
+            continue
+        else:
+            for block in _blocks(statement):
+                yield from _in_block(block, names, bound)
+
+
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not of the functions or classes nested in it."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(statement, field, None)
+        if isinstance(block, list):
+            yield block
+    for handler in getattr(statement, "handlers", ()):
+        yield handler.body
+    for case in getattr(statement, "cases", ()):
+        yield case.body
+
+
+def _target_names(target: ast.expr, bound: set[str], names: set[str]) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        if target.id in bound:
+            yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _target_names(element, bound, names)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value, bound, names)
+    elif isinstance(target, ast.Subscript) and _is_globals_call(target.value):
+        key = target.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in names:
+            yield key.value
+
+
+def _is_globals_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "globals"
+        and not node.args
+    )

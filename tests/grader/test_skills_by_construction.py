@@ -1,0 +1,231 @@
+"""Skills held by construction (issue 29) and shortcuts named by what the run did (issue 30),
+graded in the real bubblewrap sandbox: the grader calls a custom Function's backward itself
+on hidden upstream gradients with autograd off, and calls numpy-backprop's manual_backward
+with torch's autograd off and watched arrays (grader/harness/construct.py). The submissions
+here are written apart from the packages' wrong/ and alternatives/ files."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import GradeCode
+
+from grader.protocol import Report
+from grader.sandbox.config import DEFAULT_RUNTIME_DIR
+
+pytestmark = pytest.mark.sandbox
+
+EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
+SILU = "custom-autograd-function"
+NUMPY = "numpy-backprop"
+PROBE = "backward, called by the grader with hidden grad_outputs and autograd off, is exact"
+DERIVATIVE_CLAIM = (
+    "claim: no built-in derivative (aten *_backward, torch.func, complex step) in backward"
+)
+EXACT = "every gradient exact to float64 precision (a backward pass, not finite differences)"
+PASS_CLAIM = "claim: a backward pass, no complex-step or dual-number differentiation"
+AUTOGRAD_CLAIM = "claim: no torch autograd while manual_backward runs (NumPy only)"
+
+# The diagnoses the tests below give real submissions (test_sandboxed_diagnoses checks
+# that every diagnosis of FORMAT.md section 5 has one somewhere).
+DIAGNOSED = ("builtin-derivative", "numerical-derivative", "no-backward-pass")
+
+SILU_HEAD = (
+    "import torch\n\n"
+    "class SiLUFunction(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, x):\n"
+    "        ctx.save_for_backward(x)\n"
+    "        return x * torch.sigmoid(x)\n\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, g):\n"
+    "        (x,) = ctx.saved_tensors\n"
+)
+
+NUMPY_LOSS = (
+    "import numpy as np\n\n"
+    "def loss(W1, b1, W2, b2, x, y):\n"
+    "    h = 1 / (1 + np.exp(-(x @ W1.T + b1)))\n"
+    "    z = h @ W2.T + b2\n"
+    "    return np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(y)), y])\n\n"
+)
+
+
+def failures(report: Report) -> dict[str, str]:
+    assert report.status == "graded", report.message
+    return {c.name: c.diagnosis for c in report.checks if not c.passed}
+
+
+def test_a_backward_built_on_pytorchs_sigmoid_derivative_is_builtin_derivative(
+    grade_code: GradeCode,
+) -> None:
+    code = SILU_HEAD + (
+        "        s = torch.sigmoid(x)\n"
+        "        ds = torch.ops.aten.sigmoid_backward(torch.ones_like(s), s)\n"
+        "        return g * (s + x * ds)\n"
+    )
+    report = grade_code(SILU, code)
+    assert failures(report) == {DERIVATIVE_CLAIM: "builtin-derivative"}
+    claims = {c.name for c in report.checks if "claim" in c.data}
+    assert claims == {DERIVATIVE_CLAIM, "claim: a torch.autograd.Function subclass whose "
+                      "backward makes no autograd call"}  # fmt: skip
+
+
+def test_a_fourth_order_finite_difference_backward_is_a_numerical_derivative(
+    grade_code: GradeCode,
+) -> None:
+    code = SILU_HEAD + (
+        "        f = lambda t: t * torch.sigmoid(t)\n"
+        "        t, h = x.double(), 1e-3\n"
+        "        d = (f(t - 2 * h) - 8 * f(t - h) + 8 * f(t + h) - f(t + 2 * h)) / (12 * h)\n"
+        "        return (g * d).to(x.dtype)\n"
+    )
+    assert failures(grade_code(SILU, code)).get(PROBE) == "numerical-derivative"
+
+
+def test_forward_mode_dual_tensors_in_backward_fail_the_graders_own_call(
+    grade_code: GradeCode,
+) -> None:
+    code = SILU_HEAD + (
+        "        import torch.autograd.forward_ad as fw\n"
+        "        with fw.dual_level():\n"
+        "            d = fw.make_dual(x, g)\n"
+        "            return fw.unpack_dual(d * torch.sigmoid(d)).tangent\n"
+    )
+    found = failures(grade_code(SILU, code))
+    assert found.get(PROBE) == "builtin-derivative", found  # no tangent: autograd is off
+    assert found.get(DERIVATIVE_CLAIM) == "builtin-derivative", found
+
+
+def test_autograd_grad_on_a_rebuilt_graph_fails_the_graders_own_call(
+    grade_code: GradeCode,
+) -> None:
+    code = SILU_HEAD + (
+        "        with torch.enable_grad():\n"
+        "            t = x.detach().requires_grad_()\n"
+        "            return torch.autograd.grad(t * torch.sigmoid(t), t, g)[0]\n"
+    )
+    assert failures(grade_code(SILU, code)).get(PROBE) == "autograd-in-backward"
+
+
+def test_an_honest_backward_through_exp_and_torch_where_keeps_every_point(
+    grade_code: GradeCode,
+) -> None:
+    code = (
+        "import torch\n\n"
+        "class SiLUFunction(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        e = torch.exp(-x.abs())\n"
+        "        s = torch.where(x >= 0, 1 / (1 + e), e / (1 + e))  # stable sigmoid\n"
+        "        ctx.s, ctx.x = s, x\n"
+        "        return x * s\n\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad_output):\n"
+        "        s, x = ctx.s, ctx.x\n"
+        "        return grad_output * s + grad_output * x * s * (1 - s)\n"
+    )
+    report = grade_code(SILU, code)
+    assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
+    assert not report.integrity_flags
+
+
+def test_the_hidden_upstream_gradients_come_from_the_jobs_seed() -> None:
+    """Two seeds: the visible example's upstream gradient is the same, every hidden one
+    differs (make_cases runs in the sandbox's runtime, which has torch)."""
+    script = (
+        "import runpy, sys\n"
+        "make = runpy.run_path(sys.argv[1])['make_cases']\n"
+        "one, other = make(11, 6), make(12, 6)\n"
+        "pairs = [(p, q) for a, b in zip(one, other) for p, q in\n"
+        "         zip(a['inputs']['probes'], b['inputs']['probes'])]\n"
+        "print(' '.join(str(bool(p.equal(q))) for p, q in pairs))\n"
+    )
+    python = str(DEFAULT_RUNTIME_DIR / "bin" / "python")
+    cases = str(EXERCISES / SILU / "cases.py")
+    done = subprocess.run([python, "-c", script, cases], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    same = done.stdout.split()
+    assert same[0] == "True" and len(same) > 1
+    assert set(same[1:]) == {"False"}
+
+
+def test_numpy_finite_differences_of_the_loss_are_a_numerical_derivative(
+    grade_code: GradeCode,
+) -> None:
+    code = NUMPY_LOSS + (
+        "def manual_backward(W1, b1, W2, b2, x, y_true):\n"
+        "    ps = {'W1': W1, 'b1': b1, 'W2': W2, 'b2': b2}\n"
+        "    out, h = {}, 1e-5\n"
+        "    for k, p in ps.items():\n"
+        "        flat = np.zeros(p.size)\n"
+        "        for i in range(p.size):\n"
+        "            up, down = dict(ps), dict(ps)\n"
+        "            e = np.zeros(p.size)\n"
+        "            e[i] = h\n"
+        "            up[k] = p + e.reshape(p.shape)\n"
+        "            down[k] = p - e.reshape(p.shape)\n"
+        "            rise = loss(**up, x=x, y=y_true) - loss(**down, x=x, y=y_true)\n"
+        "            flat[i] = rise / (2 * h)\n"
+        "        out[k] = flat.reshape(p.shape)\n"
+        "    return out\n"
+    )
+    assert failures(grade_code(NUMPY, code)).get(EXACT) == "numerical-derivative"
+
+
+def test_numpy_complex_step_differentiation_is_no_backward_pass(grade_code: GradeCode) -> None:
+    code = NUMPY_LOSS + (
+        "def manual_backward(W1, b1, W2, b2, x, y_true):\n"
+        "    ps = [W1, b1, W2, b2]\n"
+        "    grads = [np.zeros(p.shape) for p in ps]\n"
+        "    for j, p in enumerate(ps):\n"
+        "        for i in np.ndindex(p.shape):\n"
+        "            moved = [np.zeros(q.shape, dtype=complex) for q in ps]\n"
+        "            for m, q in zip(moved, ps):\n"
+        "                m[...] = q\n"
+        "            moved[j][i] += 1e-25j\n"
+        "            grads[j][i] = loss(*moved, x, y_true).imag / 1e-25\n"
+        "    return dict(zip(['W1', 'b1', 'W2', 'b2'], grads))\n"
+    )
+    assert failures(grade_code(NUMPY, code)) == {PASS_CLAIM: "no-backward-pass"}
+
+
+def test_numpy_backprop_rebuilt_in_torch_cannot_reach_autograd(grade_code: GradeCode) -> None:
+    code = (
+        "import torch\n\n"
+        "def manual_backward(W1, b1, W2, b2, x, y_true):\n"
+        "    ws = [torch.tensor(a, requires_grad=True) for a in (W1, b1, W2, b2)]\n"
+        "    h = torch.sigmoid(torch.tensor(x) @ ws[0].T + ws[1])\n"
+        "    loss = torch.nn.functional.cross_entropy(h @ ws[2].T + ws[3], torch.tensor(y_true))\n"
+        "    loss.backward()\n"
+        "    return {k: w.grad.numpy() for k, w in zip(['W1', 'b1', 'W2', 'b2'], ws)}\n"
+    )
+    report = grade_code(NUMPY, code)
+    found = failures(report)
+    assert found.get(AUTOGRAD_CLAIM) == "used-autograd", found
+    assert report.score == 0
+
+
+def test_numpy_backprop_with_tensordot_and_a_stable_sigmoid_keeps_every_point(
+    grade_code: GradeCode,
+) -> None:
+    code = (
+        "import numpy as np\n\n"
+        "def manual_backward(W1, b1, W2, b2, x, y_true):\n"
+        "    pre = np.tensordot(x, W1, axes=([1], [1])) + b1\n"
+        "    hid = np.where(pre >= 0, 1 / (1 + np.exp(-np.abs(pre))),\n"
+        "                   np.exp(-np.abs(pre)) / (1 + np.exp(-np.abs(pre))))\n"
+        "    logits = np.tensordot(hid, W2, axes=([1], [1])) + b2\n"
+        "    p = np.exp(logits - logits.max(1, keepdims=True))\n"
+        "    p /= p.sum(1, keepdims=True)\n"
+        "    p[np.arange(len(y_true)), y_true] -= 1\n"
+        "    g2 = p / len(y_true)\n"
+        "    g1 = np.tensordot(g2, W2, axes=([1], [0])) * hid * (1 - hid)\n"
+        "    return {'W2': np.tensordot(g2, hid, axes=([0], [0])), 'b2': g2.sum(0),\n"
+        "            'W1': np.tensordot(g1, x, axes=([0], [0])), 'b1': g1.sum(0)}\n"
+    )
+    report = grade_code(NUMPY, code)
+    assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
+    assert not report.integrity_flags
