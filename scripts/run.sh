@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the platform in the foreground on embedded defaults (make run calls it after setup):
 # migrations, exercises, demo accounts (tokens printed), Redis if none is reachable, a Celery
-# worker, the sweep scheduler (celery beat, restarted whenever it exits), and the web server
+# worker for learners and one for instructors' jobs, the sweep scheduler (celery beat, restarted whenever it exits), and the web server
 # on PORT. Each runs in its own process group; Ctrl-C or SIGTERM (also repeated, also while
 # stopping) stops all of them, and so does the death of whatever started this script.
 # Honours DATABASE_URL (default: SQLite in var/), REDIS_URL, PORT, HOST.
@@ -35,6 +35,9 @@ PRIVATE_REDIS_PORT="${PRIVATE_REDIS_PORT:-6390}"
 PY=.venv/bin/python
 VAR="${GRADLAB_VAR_DIR:-var}"
 QUEUES="${GRADLAB_QUEUE_CPU:-grading},${GRADLAB_QUEUE_GPU:-grading-gpu}"
+# Instructor jobs (validations, regrades) have a worker of their own: learners never wait
+# behind them.
+AUTHORING_QUEUE="${GRADLAB_QUEUE_AUTHORING:-authoring}"
 # Keep one sandbox per worker process started and torch-imported before its job arrives
 # (still one sandbox per job): feedback in about 0.5 s instead of 1.5 s.
 export GRADLAB_SANDBOX_WARM="${GRADLAB_SANDBOX_WARM:-1}"
@@ -113,15 +116,19 @@ accounts=$("$PY" manage.py prepare)
 # No mingle or gossip (as in the Docker image): after a Redis restart, mingle's broadcast
 # on the reconnected channel crashed the worker (kombu KeyError in on_readable; found by
 # scripts/loadtest-stack.sh), and with it the whole `make run`.
-start worker .venv/bin/celery -A config.celery_app worker -Q "$QUEUES" \
+start worker .venv/bin/celery -A config.celery_app worker -Q "$QUEUES" --hostname "grading@%h" \
   --concurrency "$WORKER_CONCURRENCY" --loglevel INFO --without-mingle --without-gossip
+start authoring .venv/bin/celery -A config.celery_app worker -Q "$AUTHORING_QUEUE" \
+  --hostname "authoring@%h" --concurrency 1 --loglevel INFO --without-mingle --without-gossip
 # The scheduler of the recovery sweep, supervised: restarted a second after it exits, so
 # that a single process death cannot stop the sweep (/healthz/ready tells when it did).
 start beat bash -c 'while :; do "$@"; echo "run: beat exited ($?): restarting" >&2; sleep 1; done' \
   beat .venv/bin/celery -A config.celery_app beat --schedule "$VAR/celerybeat-schedule" \
   --loglevel INFO
-start web .venv/bin/gunicorn config.wsgi --bind "$HOST:$PORT" --workers "$WEB_WORKERS" \
-  --access-logfile - --graceful-timeout 5
+# Threaded workers with a read timeout per client (config/gunicorn_conf.py): slow clients
+# hold threads, not the site.
+start web .venv/bin/gunicorn config.wsgi --config python:config.gunicorn_conf \
+  --bind "$HOST:$PORT" --workers "$WEB_WORKERS" --access-logfile - --graceful-timeout 5
 
 if ! wait_for_web; then log "the web server did not answer on http://$HOST:$PORT"; exit 1; fi
 learner_token=$(echo "$accounts" | sed -n 's/.*username=demo-learner .*token=\([0-9a-f]*\).*/\1/p')

@@ -37,6 +37,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="webhook-detail",
     ),
     path(
+        "courses/<slug:module>/webhooks/<int:pk>/rotate-secret/",
+        courses.WebhookSecretRotateApi.as_view(),
+        name="webhook-rotate-secret",
+    ),
+    path(
         "courses/<slug:module>/webhooks/<int:pk>/deliveries/",
         courses.WebhookDeliveryListApi.as_view(),
         name="webhook-delivery-list",

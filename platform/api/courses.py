@@ -193,6 +193,21 @@ class WebhookDetailApi(CourseView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class WebhookSecretRotateApi(CourseView):
+    @extend_schema(
+        request=None,
+        responses={200: WebhookSecretOutput, **ERRORS},
+        description=(
+            "A new signing secret, shown once here and on the webhook's detail. The "
+            "replaced secret signs beside it until previous_secret_expires_at, so that "
+            "no delivery fails while the receiver switches."
+        ),
+    )
+    def post(self, request: Request, module: str, pk: int) -> Response:
+        endpoint = webhooks.endpoint_rotate_secret(endpoint=_endpoint(request, module, pk))
+        return Response(WebhookSecretOutput(endpoint).data, headers={"Cache-Control": "no-store"})
+
+
 class WebhookDeliveryListApi(CourseView):
     course_token_scopes = {"GET": tokens.WEBHOOKS_READ}
 

@@ -21,6 +21,7 @@ from api.serializers import (
 from courses.selectors import exercise_visible_get, exercises_visible_to
 from integrations.idempotency import HEADER as IDEMPOTENCY_HEADER
 from integrations.idempotency import idempotent
+from integrations.tokens import within_grant
 from submissions.selectors import submission_get, submission_list_own
 from submissions.services import submission_create
 
@@ -34,7 +35,7 @@ PAGE_ERRORS = {404: OpenApiResponse(description="No such page")}
 class ExerciseListApi(APIView):
     @extend_schema(responses={200: ExerciseOutput(many=True), **ERROR_RESPONSES})
     def get(self, request: Request) -> Response:
-        exercises = exercises_visible_to(user=request.user)
+        exercises = within_grant(exercises_visible_to(user=request.user), request.auth)
         data = ExerciseOutput(exercises, many=True, context={"request": request}).data
         return Response(data)
 

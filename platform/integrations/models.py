@@ -78,6 +78,10 @@ class WebhookEndpoint(models.Model):
     )
     url = models.URLField(max_length=2000)
     secret = models.CharField(max_length=100)  # "whsec_" + base64 of 32 random bytes
+    # After a rotation, the secret it replaced signs beside it until then (Standard Webhooks
+    # allows several signatures), so that no delivery fails while the receiver switches.
+    previous_secret = models.CharField(max_length=100, blank=True, default="")
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     events = models.JSONField(default=list)
     active = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=300, blank=True, default="")

@@ -50,6 +50,10 @@ class WebhookOutput(serializers.Serializer):
 
 class WebhookSecretOutput(WebhookOutput):
     secret = serializers.CharField(help_text="whsec_...: verify webhook-signature with it")
+    previous_secret_expires_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="after a rotation: until then the replaced secret signs too",
+    )
 
 
 class WebhookDeliveryOutput(serializers.Serializer):

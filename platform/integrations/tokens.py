@@ -7,9 +7,10 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from common.errors import InvalidInput, NotFound
@@ -20,6 +21,7 @@ from integrations.models import CourseToken
 TOKEN_PREFIX = "glc_"  # "gradlab course": lets secret scanners and people recognise one
 SHOWN_PREFIX_LENGTH = 12
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+Row = TypeVar("Row", bound=Model)
 
 EXERCISES_READ = "exercises:read"
 SUBMISSIONS_READ = "submissions:read"
@@ -121,6 +123,16 @@ def course_token_check(secret: str) -> CourseToken:
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         CourseToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
+
+
+def within_grant(
+    queryset: QuerySet[Row], auth: object, module_field: str = "module_id"
+) -> QuerySet[Row]:
+    """A course token sees only its own course, never the other modules its creator is
+    enrolled in: `queryset` narrowed to the token's module (as is, for any other caller)."""
+    if isinstance(auth, CourseGrant):
+        return queryset.filter(**{module_field: auth.module_id})
+    return queryset
 
 
 def course_grant(token: CourseToken) -> CourseGrant:

@@ -23,7 +23,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from common.errors import InvalidInput, NotFound
 from common.jobs import retry_backoff_seconds
-from common.outbox import Answer, Outbox, describe, error_text
+from common.outbox import Answer, Outbox, error_text
 from courses.models import Module
 from integrations import egress
 from integrations.models import WebhookDelivery, WebhookEndpoint
@@ -78,17 +78,30 @@ def body_of(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def signed_headers(*, secret: str, message_id: str, body: bytes, now: datetime) -> dict[str, str]:
+def signed_headers(
+    *, secret: str, message_id: str, body: bytes, now: datetime, previous: str = ""
+) -> dict[str, str]:
+    """The Standard Webhooks headers; with `previous` (a secret being rotated out), two
+    space-separated signatures, either of which a receiver accepts."""
     timestamp = int(now.timestamp())
+    signatures = [
+        signature(secret=key, message_id=message_id, timestamp=timestamp, body=body)
+        for key in (secret, previous)
+        if key
+    ]
     return {
         "content-type": "application/json",
         "user-agent": USER_AGENT,
         "webhook-id": message_id,
         "webhook-timestamp": str(timestamp),
-        "webhook-signature": signature(
-            secret=secret, message_id=message_id, timestamp=timestamp, body=body
-        ),
+        "webhook-signature": " ".join(signatures),
     }
+
+
+def previous_secret_of(endpoint: WebhookEndpoint, now: datetime) -> str:
+    """The secret a rotation replaced, while its grace period lasts; "" otherwise."""
+    expires = endpoint.previous_secret_expires_at
+    return endpoint.previous_secret if expires is not None and now < expires else ""
 
 
 # -- endpoints ---------------------------------------------------------------------------
@@ -144,6 +157,20 @@ def endpoint_set_active(*, endpoint: WebhookEndpoint, active: bool) -> WebhookEn
     endpoint.active = active
     endpoint.disabled_reason = "" if active else "Disabled by an instructor."
     endpoint.save(update_fields=["active", "disabled_reason"])
+    return endpoint
+
+
+def endpoint_rotate_secret(*, endpoint: WebhookEndpoint) -> WebhookEndpoint:
+    """A new secret, signing from now on; the one it replaces signs beside it for
+    GRADLAB_WEBHOOK_SECRET_GRACE_SECONDS, while the receiver switches. Rotating again in
+    the grace period ends the older secret's grace (only the last one is kept)."""
+    now = timezone.now()
+    endpoint.previous_secret = endpoint.secret
+    endpoint.previous_secret_expires_at = now + timedelta(
+        seconds=settings.GRADLAB_WEBHOOK_SECRET_GRACE_SECONDS
+    )
+    endpoint.secret = secret_generate()
+    endpoint.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at"])
     return endpoint
 
 
@@ -255,22 +282,26 @@ def backoff_seconds(attempt: int) -> float:
 
 def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery) -> Answer:
     body = body_of(delivery.payload)
+    now = timezone.now()
     headers = signed_headers(
-        secret=endpoint.secret, message_id=delivery.message_id, body=body, now=timezone.now()
+        secret=endpoint.secret,
+        message_id=delivery.message_id,
+        body=body,
+        now=now,
+        previous=previous_secret_of(endpoint, now),
     )
-    allow_private = settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS
+    rules = egress.policy(
+        allow_http=settings.GRADLAB_WEBHOOK_ALLOW_HTTP,
+        allow_private=settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS,
+        timeout=settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS,
+    )
     try:
-        with egress.session(allow_private=allow_private) as client:
-            response = client.post(
-                endpoint.url,
-                data=body,
-                headers=headers,
-                timeout=settings.GRADLAB_WEBHOOK_TIMEOUT_SECONDS,
-                allow_redirects=False,
-            )
-    except (requests.RequestException, egress.RefusedHost) as failure:
-        return Answer(None, describe(failure))
-    return Answer(response.status_code, "" if response.ok else error_text(response.text))
+        with egress.session(rules) as client:
+            response = client.post(endpoint.url, data=body, headers=headers)
+    except requests.RequestException as failure:
+        return Answer(None, egress.failure_text(failure))
+    ok = egress.answered(response)
+    return Answer(response.status_code, "" if ok else error_text(response.text))
 
 
 # An endpoint carries its creator's rights, as a course token does: once its creator no

@@ -16,6 +16,10 @@ in tests/lti/test_compat.py):
 5. Access tokens are cached for the connector's lifetime and never expire. -> tokens are
    kept with the platform's `expires_in` (less a margin), per registration and scopes, in
    the process, and forgotten on a 401.
+6. Every request (key set, token, AGS, NRPS and its `next` pages) goes anywhere the
+   id_token says, over http, following redirects, with no timeout on the key set. -> all go
+   through integrations.egress: https, public addresses checked where the socket connects,
+   no redirect; the services only on the registration's origins (`service_policy`).
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ from pylti1p3.exception import LtiException, LtiServiceException
 from pylti1p3.registration import Registration
 from pylti1p3.service_connector import ServiceConnector as BaseServiceConnector
 
+from integrations import egress
 from lti import keys
+from lti.deployments import deployment_accept
 from lti.models import UsedNonce
 
 TOKEN_MARGIN_S = 30.0
@@ -159,6 +165,20 @@ class GradlabMessageLaunch(DjangoMessageLaunch):
             raise LtiException("id_token has several audiences and azp is not this tool")
         return self
 
+    def validate_deployment(self) -> GradlabMessageLaunch:
+        """A deployment of a registered platform that is new to us is recorded now (its
+        id_token's signature is checked by then): lti.deployments."""
+        body = self._get_jwt_body()
+        deployment_accept(
+            issuer=str(body.get("iss", "")),
+            client_id=self.get_client_id(),
+            deployment_id=str(
+                body.get("https://purl.imsglobal.org/spec/lti/claim/deployment_id", "")
+            ),
+        )
+        super().validate_deployment()
+        return self
+
     def consume_nonce(self) -> GradlabMessageLaunch:
         body = self._get_jwt_body()
         lifetime = timedelta(seconds=settings.GRADLAB_LTI_NONCE_LIFETIME_SECONDS)
@@ -205,9 +225,13 @@ class GradlabMessageLaunch(DjangoMessageLaunch):
 
 
 def launch_from_request(request: t.Any) -> GradlabMessageLaunch:
-    """Validates the launch POSTed to `request`; raises LtiException when it is bad."""
+    """Validates the launch POSTed to `request`; raises LtiException when it is bad. The
+    key set is fetched through the egress guard (its URL is the registration's own)."""
     storage = DjangoCacheDataStorage()
-    launch = GradlabMessageLaunch(request, ToolConfig(), launch_data_storage=storage)
+    guarded = egress.session(egress.policy(timeout=settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS))
+    launch = GradlabMessageLaunch(
+        request, ToolConfig(), launch_data_storage=storage, requests_session=guarded
+    )
     launch.set_public_key_caching(storage, cache_lifetime=settings.GRADLAB_LTI_KEYSET_CACHE_SECONDS)
     return launch.validate()
 
@@ -215,11 +239,42 @@ def launch_from_request(request: t.Any) -> GradlabMessageLaunch:
 # -- services (AGS, NRPS) ----------------------------------------------------------------------
 
 
+def service_origins(registration: Registration) -> frozenset[str]:
+    """The origins an LMS's services may be requested on: those of its registration's
+    issuer, login, token and key set URLs, and GRADLAB_LTI_SERVICE_ORIGINS' for its issuer."""
+    issuer = str(registration.get_issuer() or "")
+    urls = [
+        issuer,
+        registration.get_auth_login_url(),
+        registration.get_auth_token_url(),
+        registration.get_key_set_url(),
+    ]
+    for entry in settings.GRADLAB_LTI_SERVICE_ORIGINS:
+        for_issuer, _, origin = entry.rpartition("=")
+        if for_issuer == issuer:
+            urls.append(origin)
+    return frozenset(filter(None, (egress.origin_of(str(url)) for url in urls if url)))
+
+
+def service_policy(registration: Registration) -> egress.Policy:
+    return egress.policy(
+        origins=service_origins(registration), timeout=settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS
+    )
+
+
 class ServiceConnector(BaseServiceConnector):
-    """PyLTI1p3's connector with gaps 3 and 5 closed."""
+    """PyLTI1p3's connector with gaps 3, 5 and 6 closed: its requests go through the egress
+    guard, on the registration's origins only."""
 
     _tokens: t.ClassVar[dict[str, tuple[str, float]]] = {}
     _tokens_lock = threading.Lock()
+
+    def __init__(self, registration: Registration) -> None:
+        super().__init__(registration, egress.session(service_policy(registration)))
+
+    @property
+    def session(self) -> egress.GuardedSession:
+        return t.cast(egress.GuardedSession, self._requests_session)
 
     def _token_key(self, scopes: t.Sequence[str]) -> str:
         registration = self._registration
@@ -274,7 +329,7 @@ class ServiceConnector(BaseServiceConnector):
             },
             timeout=settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS,
         )
-        if not response.ok:
+        if not egress.answered(response):
             raise LtiServiceException(response)
         body = response.json()
         lifetime = float(body.get("expires_in") or DEFAULT_TOKEN_LIFETIME_S)
@@ -301,7 +356,7 @@ class ServiceConnector(BaseServiceConnector):
             response = self._requests_session.get(url, headers=headers, timeout=timeout)
         if response.status_code == 401:
             self.forget_access_token(scopes)
-        if not response.ok:
+        if not egress.answered(response):  # a redirect too: never followed
             raise LtiServiceException(response)
         return {
             "headers": response.headers if case_insensitive_headers else dict(response.headers),

@@ -7,16 +7,18 @@ latter binds the course to their module (lti.bindings)."""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from lti_tool.models import LtiLaunch
-from pylti1p3.contrib.django import DjangoCacheDataStorage
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException
 from pylti1p3.lineitem import LineItem
@@ -26,6 +28,7 @@ from courses.selectors import exercise_list
 from lti.bindings import binding_create, context_id_of, modules_of_launch, modules_taught_in_gradlab
 from lti.compat import GradlabMessageLaunch, ToolConfig
 from lti.models import ContextBinding
+from lti.oidc import CookielessCacheStorage
 
 SESSION_KEY = "gradlab_lti_deep_link"
 SETTINGS_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -57,6 +60,14 @@ def return_url_of(launch: GradlabMessageLaunch) -> str:
     return checked_return_url(raw)
 
 
+def accepts_several(launch: GradlabMessageLaunch) -> bool:
+    """Whether the platform takes several items in one answer: false only when its
+    deep_linking_settings say `accept_multiple: false` (Canvas's assignment selection
+    does), so that the picker offers one choice and the answer carries one item."""
+    settings_claim = launch.get_launch_data().get(SETTINGS_CLAIM)
+    return not (isinstance(settings_claim, dict) and settings_claim.get("accept_multiple") is False)
+
+
 def checked_return_url(raw: object) -> str:
     """The return URL if it is an absolute https URL with a plain host (no user, no
     quotes, blanks or control characters; http too only with GRADLAB_LTI_ALLOW_HTTP, for
@@ -81,7 +92,7 @@ def checked_return_url(raw: object) -> str:
 def restore(request: Any, launch_id: str) -> GradlabMessageLaunch:
     try:
         restored = GradlabMessageLaunch.from_cache(
-            launch_id, request, ToolConfig(), launch_data_storage=DjangoCacheDataStorage()
+            launch_id, request, ToolConfig(), launch_data_storage=CookielessCacheStorage()
         )
     except LtiException:
         message = "This content selection has expired: start it again in your LMS."
@@ -116,6 +127,8 @@ def response_jwt(
     picked = list(choices(lti_launch, user).filter(slug__in=list(slugs)))
     if not picked or len(picked) != len(set(slugs)):
         raise DeepLinkError("Pick at least one exercise from the list.")
+    if len(picked) > 1 and not accepts_several(launch):
+        raise DeepLinkError("Your LMS takes one exercise here: pick one.")
     with transaction.atomic():
         for module_id in {exercise.module_id for exercise in picked}:
             binding_create(
@@ -126,6 +139,29 @@ def response_jwt(
                 by=user,
             )
     return str(launch.get_deep_link().get_response_jwt(resources_for(picked, launch_url)))
+
+
+ANSWER_PREFIX = "lti-deep-link-answer:"
+
+
+def answer_keep(return_url: str, jwt: str) -> str:
+    """Keeps a signed answer for the LMS's frame to fetch once (a selection made in a new
+    window goes back through the frame: Moodle's dialog expects it there), for minutes."""
+    token = secrets.token_urlsafe(32)
+    kept = {"return_url": return_url, "jwt": jwt}
+    cache.set(_answer_key(token), kept, timeout=settings.GRADLAB_LTI_TICKET_SECONDS)
+    return token
+
+
+def answer_take(token: str) -> dict[str, str] | None:
+    found = cache.get(_answer_key(token))
+    if not isinstance(found, dict) or not cache.delete(_answer_key(token)):
+        return None
+    return found
+
+
+def _answer_key(token: str) -> str:
+    return ANSWER_PREFIX + hashlib.sha256(token.encode()).hexdigest()
 
 
 def origin_of(url: str) -> str:

@@ -59,6 +59,19 @@ def keys_rotate(now: datetime | None = None) -> Rotation:
     return Rotation(created=created, retired=retired)
 
 
+def keys_rotate_if_due(now: datetime | None = None) -> Rotation | None:
+    """The scheduler's rotation (hourly): a new key once the newest active key is
+    GRADLAB_LTI_KEY_ROTATE_SECONDS old (or there is none), and replaced keys retired as
+    they come due. Running it again before then changes nothing but retirements."""
+    now = now or timezone.now()
+    newest = Key.objects.filter(is_active=True).order_by("-datetime_created", "-id").first()
+    period = timedelta(seconds=settings.GRADLAB_LTI_KEY_ROTATE_SECONDS)
+    if newest is not None and now - newest.datetime_created < period:
+        keys_retire(now)
+        return None
+    return keys_rotate(now)
+
+
 def keys_retire(now: datetime) -> int:
     try:
         current = signing_key(now)

@@ -24,6 +24,7 @@ from common.jobs import task_send
 from courses.models import Exercise
 from courses.selectors import exercise_list
 from lti.bindings import UNBOUND, modules_of_launch
+from lti.claims_email import email_or_blank
 from lti.lineitems import lineitem_enqueue, lineitem_stale
 from lti.models import ExerciseLink, GradeTarget
 
@@ -62,6 +63,42 @@ CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 OBJECT_CLAIMS = ("context", "custom", "resource_link", "launch_presentation", "tool_platform")
 
 
+# The claims django-lti stores as they come (LtiUser, LtiContext, LtiResourceLink,
+# LtiPlatformInstance, LtiDeployment), with its columns' lengths: a longer value is the
+# LMS's error, said before a database refuses it (PostgreSQL's DataError, a 500).
+STORED_CLAIMS: tuple[tuple[str, str | None, int], ...] = (
+    ("sub", None, 255),
+    ("email", None, 254),
+    ("name", None, 500),
+    ("given_name", None, 500),
+    ("family_name", None, 500),
+    (f"{CLAIM}deployment_id", None, 255),
+    (f"{CLAIM}context", "id", 255),
+    (f"{CLAIM}context", "label", 255),
+    (f"{CLAIM}context", "title", 500),
+    (f"{CLAIM}resource_link", "id", 255),
+    (f"{CLAIM}resource_link", "title", 500),
+    (f"{CLAIM}tool_platform", "guid", 255),
+    (f"{CLAIM}tool_platform", "name", 500),
+    (f"{CLAIM}tool_platform", "product_family_code", 500),
+    (f"{CLAIM}tool_platform", "version", 500),
+)
+
+
+def stored_claim_problem(lti_launch: LtiLaunch) -> str | None:
+    """A stored claim that is not a string, or longer than its column, named."""
+    for claim, member, limit in STORED_CLAIMS:
+        value = lti_launch.get_claim(claim)
+        if member is not None:
+            value = value.get(member) if isinstance(value, dict) else None
+        named = claim if member is None else f"{claim} claim's {member}"
+        if value is not None and not isinstance(value, str):
+            return f"The {named} must be a string."
+        if isinstance(value, str) and len(value) > limit:
+            return f"The {named} is longer than {limit} characters."
+    return None
+
+
 def claims_problem(lti_launch: LtiLaunch) -> str | None:
     """What is wrong with the shape of a signed id_token's claims (roles not a list of
     strings, context or custom not an object...), naming the claim; None when well-formed.
@@ -80,7 +117,7 @@ def claims_problem(lti_launch: LtiLaunch) -> str | None:
         return f"The {CLAIM}context claim's id must be a string."
     if not isinstance(lti_launch.get_claim("sub"), str | None):
         return "The sub claim must be a string."
-    return None
+    return stored_claim_problem(lti_launch)
 
 
 def exercise_slug_of(lti_launch: LtiLaunch) -> str | None:
@@ -150,7 +187,7 @@ def user_for(lti_user: Any) -> User:
         defaults={
             "first_name": lti_user.given_name[:150],
             "last_name": lti_user.family_name[:150],
-            "email": lti_user.email,
+            "email": email_or_blank(lti_user.email),
         },
     )
     if created:

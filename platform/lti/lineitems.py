@@ -14,6 +14,7 @@ import json
 import logging
 from datetime import datetime
 
+import requests  # type: ignore[import-untyped,unused-ignore]
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -22,6 +23,7 @@ from lti_tool.models import LtiRegistration
 from pylti1p3.exception import LtiServiceException
 
 from common.jobs import task_send
+from integrations import egress
 from lti.compat import ServiceConnector, registration_of
 from lti.models import ExerciseLink
 
@@ -95,7 +97,10 @@ def _lineitem_create(link: ExerciseLink) -> str:
     except LtiServiceException as error:
         status = error.response.status_code
         raise LineItemRefused(status, f"line item not created: {error}"[:500]) from error
-    except Exception as error:  # no answer (connection refused, timeout, token refused)
+    except requests.RequestException as error:  # no answer, or refused by the egress guard
+        said = egress.failure_text(error)
+        raise LineItemRefused(None, f"line item not created: {said}") from error
+    except Exception as error:  # the token refused
         raise LineItemRefused(None, f"line item not created: {error}"[:500]) from error
     body = answer["body"] if isinstance(answer["body"], dict) else {}
     url = body.get("id")
@@ -115,7 +120,7 @@ def lineitem_sync(*, link_id: int) -> datetime | None:
         answer = connector.make_service_request(
             [LINEITEM_READ_SCOPE], link.lineitem_url, accept=LINEITEM_TYPE
         )
-    except LtiServiceException as error:
+    except (LtiServiceException, requests.RequestException) as error:
         logger.warning("line item %s could not be read: %s", link.lineitem_url, error)
         return link.due_at
     body = answer["body"] if isinstance(answer["body"], dict) else {}

@@ -46,6 +46,7 @@ from lti_tool.models import LtiMembership, LtiRegistration
 
 from common.jobs import retry_backoff_seconds
 from common.outbox import Answer, Outbox, describe, error_text
+from integrations import egress
 from lti.compat import ServiceConnector, registration_of
 from lti.lineitems import LineItemRefused, lineitem_ensure
 from lti.models import ExerciseLink, GradeTarget, ScorePost
@@ -280,19 +281,20 @@ def _registration_of(post: ScorePost) -> LtiRegistration:
 def _send(connector: ServiceConnector, url: str, payload: dict[str, Any]) -> Answer:
     try:
         token = connector.get_access_token([SCORE_SCOPE])
-        response = requests.post(
+        # The egress guard: https, the registration's origins, public addresses, no redirect.
+        response = connector.session.post(
             url,
             data=json.dumps(payload),
             headers={"Authorization": f"Bearer {token}", "Content-Type": SCORE_CONTENT_TYPE},
-            timeout=settings.GRADLAB_LTI_HTTP_TIMEOUT_SECONDS,
-            allow_redirects=False,
         )
+    except requests.RequestException as error:  # no answer, or refused by the guard
+        return Answer(None, egress.failure_text(error))
     except Exception as error:  # the token endpoint's refusal too
         status = getattr(getattr(error, "response", None), "status_code", None)
         if isinstance(status, int) and 400 <= status < 500:
             return Answer(None, error_text(f"token refused ({status}): {error}"))
         return Answer(None, describe(error))
-    if response.ok:
+    if egress.answered(response):
         return Answer(response.status_code, "", None)
     said = platform_message(response)
     if _timestamp_refused(response.status_code, said):

@@ -1,5 +1,6 @@
 """Names and Role Provisioning Services: a course's roster, read page by page from the
-platform (the `Link: rel="next"` URLs followed exactly as given), becomes gradlab users and
+platform (the `Link: rel="next"` URLs followed exactly as given, through the egress guard:
+on the registration's origins only, lti.compat.service_policy), becomes gradlab users and
 enrolments in the modules bound to the course (lti.bindings), before anyone launched."""
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from lti_tool.models import LtiContext, LtiRegistration, LtiUser
 
 from accounts.models import Enrollment
 from lti.bindings import bound_modules
+from lti.claims_email import email_or_blank
 from lti.compat import ServiceConnector, registration_of
 from lti.launch import TEACHING_ROLES, user_for
 
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 NRPS_ACCEPT = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 MAX_PAGES = 1000
+NAME_FIELDS = ("given_name", "family_name", "name")
 
 
 @dataclass(frozen=True)
@@ -62,14 +65,12 @@ def _members(registration: LtiRegistration, url: str) -> tuple[list[dict[str, An
 
 
 def _enrol(registration: LtiRegistration, member: dict[str, Any], module_ids: set[int]) -> int:
+    names = {k: str(member[k])[:500] for k in NAME_FIELDS if member.get(k)}
+    email = email_or_blank(member.get("email"))
     lti_user, _ = LtiUser.objects.update_or_create(
         registration=registration,
         sub=str(member["user_id"]),
-        defaults={
-            k: str(member[k])[:500]
-            for k in ("given_name", "family_name", "name", "email")
-            if member.get(k)
-        },
+        defaults={**names, **({"email": email} if email else {})},
     )
     user = user_for(lti_user)
     roles = {normalize_role(role) for role in member.get("roles", [])}

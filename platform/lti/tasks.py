@@ -1,10 +1,11 @@
-"""Celery tasks of the LTI tool: score passback and its sweep."""
+"""Celery tasks of the LTI tool: score passback and its sweep, roster and line item sync,
+and the scheduled rotation of the tool's signing key."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from lti import lineitems, passback, roster
+from lti import keys, lineitems, passback, roster
 
 
 @shared_task(name="gradlab.lti_post_score")
@@ -26,3 +27,9 @@ def sync_roster(context_id: int) -> int:
 def sync_lineitem(link_id: int) -> str | None:
     due_at = lineitems.lineitem_sync(link_id=link_id)
     return due_at.isoformat() if due_at else None
+
+
+@shared_task(name="gradlab.lti_rotate_keys")
+def rotate_keys() -> str | None:
+    rotation = keys.keys_rotate_if_due()
+    return None if rotation is None else str(rotation.created.pk)

@@ -1,9 +1,12 @@
-"""The tool's three endpoints: OIDC login initiation, the launch, the key set."""
+"""The tool's endpoints: the key set, OIDC login initiation, the launch (with its platform
+storage step), the continue page after it (straight on, or a new window) and deep linking."""
 
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -17,15 +20,16 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from lti_tool.models import LtiLaunch
 from lti_tool.utils import sync_data_from_launch
-from lti_tool.views import OIDCLoginInitView
-from pylti1p3.exception import LtiException
+from pylti1p3.exception import LtiException, OIDCException
 
-from lti import bindings, deep_linking, keys
-from lti.compat import GradlabMessageLaunch, launch_from_request
+from lti import bindings, deep_linking, keys, oidc
+from lti.compat import GradlabMessageLaunch
 from lti.launch import LaunchRefused, claims_problem, launch_resource, role_of, user_for
+from lti.middleware import FRAME_ORIGINS_SESSION_KEY, origin_of, registration_origins
 
 logger = logging.getLogger(__name__)
 AUTH_BACKEND = "django.contrib.auth.backends.ModelBackend"
+PRESENTATION_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
 
 
 def jwks(request: HttpRequest) -> JsonResponse:
@@ -35,12 +39,51 @@ def jwks(request: HttpRequest) -> JsonResponse:
     return response
 
 
-class LoginView(OIDCLoginInitView):
-    """OIDC third-party login initiation (django-lti's), returning to our one launch URL
-    whatever the target link: the exercise travels in the id_token's claims."""
+@method_decorator((csrf_exempt, xframe_options_exempt), name="dispatch")
+class LoginView(View):
+    """OIDC third-party login initiation (GET or POST, as each LMS sends it), returning to
+    our one launch URL whatever the target link: the exercise travels in the id_token's
+    claims. The state and nonce stay on the server (lti.oidc); no cookie, no check page."""
 
-    def get_redirect_url(self, target_link_uri: str) -> str:
-        return self.request.build_absolute_uri(reverse("lti:launch"))
+    def get(self, request: HttpRequest, registration_uuid: Any = None) -> HttpResponse:
+        return self.start(request, request.GET, registration_uuid)
+
+    def post(self, request: HttpRequest, registration_uuid: Any = None) -> HttpResponse:
+        return self.start(request, request.POST, registration_uuid)
+
+    def start(self, request: HttpRequest, params: Any, registration_uuid: Any) -> HttpResponse:
+        oidc.login_throttle(str(request.META.get("REMOTE_ADDR", "")))
+        if not params.get("target_link_uri"):
+            return refused("Missing target_link_uri parameter.", 400)
+        launch_url = request.build_absolute_uri(reverse("lti:launch"))
+        try:
+            auth = oidc.auth_request(request, params, launch_url, registration_uuid)
+        except OIDCException as error:
+            return refused(str(error), 400)
+        if not auth.login.storage_target:
+            return HttpResponseRedirect(auth.url)
+        context = login_storage_context(request.path, params, auth)
+        return render(request, "lti/login_storage.html", context)
+
+
+LOGIN_PARAMS = ("iss", "login_hint", "target_link_uri", "lti_message_hint",
+                "lti_deployment_id", "client_id")  # fmt: skip
+
+
+def login_storage_context(path: str, params: Any, auth: oidc.AuthRequest) -> dict[str, Any]:
+    """The login page that puts the state and nonce into the platform's storage, then goes
+    to the authorization URL; if the platform's storage does not answer, it offers the same
+    login in a new window (where our own first-party state needs no storage)."""
+    plain = {name: params[name] for name in LOGIN_PARAMS if params.get(name)}
+    return {
+        "auth_url": auth.url,
+        "platform_origin": auth.login.platform_origin,
+        "target": auth.login.storage_target,
+        "state": auth.login.state,
+        "nonce": auth.login.nonce,
+        **oidc.storage_keys(auth.login),
+        "new_window_url": f"{path}?{urlencode(plain)}",
+    }
 
 
 def refused(message: str, status: int) -> HttpResponse:
@@ -91,8 +134,14 @@ class LaunchView(View):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if "id_token" not in request.POST and "error" in request.POST:
             return platform_error(request.POST)
+        login = oidc.state_peek(str(request.POST.get("state", "")))
+        if login is not None and login.storage_target:
+            if "platform_state" not in request.POST:
+                return storage_check(request, login)
+            if not stored_in_platform(request, login):
+                return refused("Your LMS's storage does not hold this sign-in: open it again.", 403)
         try:
-            message_launch = launch_from_request(request)
+            message_launch = oidc.launch_validated(request)
         except LtiException as error:
             logger.warning("LTI launch refused: %s", error)
             return refused(str(error), 403)
@@ -112,11 +161,10 @@ class LaunchView(View):
             landing = launch_resource(lti_launch)
         except LaunchRefused as error:
             return refused(str(error), 404)
-        login(request, landing.user, backend=AUTH_BACKEND)
         exercise = landing.exercise
-        return HttpResponseRedirect(
-            reverse("web:exercise", args=[exercise.module.slug, exercise.slug])
-        )
+        next_url = reverse("web:exercise", args=[exercise.module.slug, exercise.slug])
+        ticket = oidc.Ticket(landing.user.pk, next_url, launch_origins(lti_launch))
+        return signed_in(request, landing.user, ticket)
 
     def deep_link(
         self, request: HttpRequest, message_launch: GradlabMessageLaunch, lti_launch: LtiLaunch
@@ -125,30 +173,108 @@ class LaunchView(View):
         if role_of(lti_launch) != "instructor":
             return refused("Only instructors add gradlab exercises to a course.", 403)
         try:
-            lms = deep_linking.origin_of(deep_linking.return_url_of(message_launch))
+            return_url = deep_linking.return_url_of(message_launch)
         except deep_linking.DeepLinkError as error:
             return refused(str(error), 400)
         sync_data_from_launch(lti_launch)
         user = user_for(lti_launch.user)
-        login(request, user, backend=AUTH_BACKEND)
-        request.session[deep_linking.SESSION_KEY] = message_launch.get_launch_id()
-        context = {
-            "exercises": deep_linking.choices(lti_launch, user),
-            "unbound": bindings.UNBOUND,
-        }
-        response = render(request, "lti/deep_link_pick.html", context)
-        # Shown in the LMS's content dialog (a frame of the LMS, and only of it).
-        response["Content-Security-Policy"] = (
-            f"default-src 'self'; form-action 'self'; frame-ancestors 'self' {lms}; "
-            "base-uri 'none'; object-src 'none'"
+        origins = launch_origins(lti_launch, return_url)
+        ticket = oidc.Ticket(
+            user.pk, reverse("lti:deep-link"), origins, message_launch.get_launch_id()
         )
+        return signed_in(request, user, ticket)
+
+
+def storage_check(request: HttpRequest, login: oidc.LoginState) -> HttpResponse:
+    """The launch's first step where the login used the platform's storage: a page that
+    reads the state and nonce back from it and posts the launch again with them."""
+    context = {
+        "id_token": request.POST.get("id_token", ""),
+        "state": login.state,
+        "target": login.storage_target,
+        "platform_origin": login.platform_origin,
+        **oidc.storage_keys(login),
+    }
+    return render(request, "lti/launch_storage.html", context)
+
+
+def stored_in_platform(request: HttpRequest, login: oidc.LoginState) -> bool:
+    state = str(request.POST.get("platform_state", ""))
+    nonce = str(request.POST.get("platform_nonce", ""))
+    return secrets.compare_digest(state, login.state) and secrets.compare_digest(nonce, login.nonce)
+
+
+def launch_origins(lti_launch: LtiLaunch, *urls: str) -> list[str]:
+    """The origins that may frame this launch's session: its registration's, and those the
+    signed launch names (the LMS's return URL, the deep-link return URL)."""
+    presentation = lti_launch.get_claim(PRESENTATION_CLAIM) or {}
+    named = [presentation.get("return_url"), *urls] if isinstance(presentation, dict) else urls
+    found = registration_origins(lti_launch.registration)
+    return list(dict.fromkeys(found + [o for o in map(origin_of, named) if o]))
+
+
+def signed_in(request: HttpRequest, user: User, ticket: oidc.Ticket) -> HttpResponse:
+    """Signs `user` in (the session cookie, where the LMS's frame keeps it) and goes on to
+    the continue page, which either finds that session or offers a new window."""
+    sign_in(request, user, ticket)
+    token = oidc.ticket_issue(ticket)
+    return HttpResponseRedirect(reverse("lti:continue", args=[token]))
+
+
+def sign_in(request: HttpRequest, user: User, ticket: oidc.Ticket) -> None:
+    login(request, user, backend=AUTH_BACKEND)
+    request.session[FRAME_ORIGINS_SESSION_KEY] = ticket.frame_origins
+    if ticket.deep_link_launch_id:
+        request.session[deep_linking.SESSION_KEY] = ticket.deep_link_launch_id
+
+
+@method_decorator(xframe_options_exempt, name="dispatch")
+class ContinueView(View):
+    """After a launch: in a frame that kept the session cookie, straight on; in one that
+    kept none (third-party cookies blocked, no partitioned cookies: Safari-like), a page
+    offering gradlab in a new window, where the one-time link signs the user in."""
+
+    def get(self, request: HttpRequest, token: str) -> HttpResponse:
+        ticket = oidc.ticket_peek(token)
+        if ticket is None:
+            return refused("This link has expired or was used: open the activity again.", 410)
+        if request.user.is_authenticated and request.user.pk == ticket.user_id:
+            oidc.ticket_take(token)
+            return HttpResponseRedirect(ticket.next_url)
+        if request.GET.get("window") == "new":
+            return self.new_window(request, token)
+        response = render(request, "lti/continue.html", {"new_window_url": "?window=new"})
+        response.lti_frame_origins = ticket.frame_origins  # type: ignore[attr-defined]
         return response
+
+    def new_window(self, request: HttpRequest, token: str) -> HttpResponse:
+        ticket = oidc.ticket_take(token)
+        if ticket is None:
+            return refused("This link has expired or was used: open the activity again.", 410)
+        sign_in(request, User.objects.get(pk=ticket.user_id), ticket)
+        return HttpResponseRedirect(ticket.next_url)
 
 
 @method_decorator((login_required, xframe_options_exempt), name="dispatch")
 class DeepLinkView(View):
-    """The instructor's pick, answered with a signed LtiDeepLinkingResponse that their
-    browser posts back to the LMS."""
+    """The exercise picker (GET) and the instructor's pick, answered with a signed
+    LtiDeepLinkingResponse that their browser posts back to the LMS (POST)."""
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        launch_id = request.session.get(deep_linking.SESSION_KEY)
+        if not launch_id:
+            return refused("No content selection in progress: start it in your LMS.", 400)
+        assert isinstance(request.user, User)  # login_required
+        try:
+            launch = deep_linking.restore(request, launch_id)
+        except deep_linking.DeepLinkError as error:
+            return refused(str(error), 400)
+        context = {
+            "exercises": deep_linking.choices(LtiLaunch(launch), request.user),
+            "unbound": bindings.UNBOUND,
+            "several": deep_linking.accepts_several(launch),
+        }
+        return render(request, "lti/deep_link_pick.html", context)
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         launch_id = request.session.get(deep_linking.SESSION_KEY)
@@ -165,12 +291,32 @@ class DeepLinkView(View):
         except deep_linking.DeepLinkError as error:
             return refused(str(error), 400)
         del request.session[deep_linking.SESSION_KEY]
-        response = render(
-            request, "lti/deep_link_return.html", {"return_url": return_url, "jwt": token}
-        )
-        # The one form of this page posts to the LMS: say so, nothing else is allowed.
-        response["Content-Security-Policy"] = (
-            f"default-src 'none'; form-action {deep_linking.origin_of(return_url)}; "
-            f"frame-ancestors 'self' {deep_linking.origin_of(return_url)}; base-uri 'none'"
-        )
-        return response
+        kept = deep_linking.answer_keep(return_url, token)
+        frame_url = reverse("lti:dl-answer", args=[kept])
+        return deep_link_return(request, return_url, token, frame_url)
+
+
+def deep_link_return(request: HttpRequest, return_url: str, jwt: str, frame_url: str) -> Any:
+    """The page whose one form posts the answer to the LMS; its script submits it, or, in a
+    new window opened from the LMS's frame, sends that frame to `frame_url` to post it there
+    (Moodle's content dialog takes the answer in its frame only) and closes."""
+    context = {"return_url": return_url, "jwt": jwt, "frame_url": frame_url}
+    response = render(request, "lti/deep_link_return.html", context)
+    # The one form of this page posts to the LMS: say so, nothing else is allowed.
+    lms = deep_linking.origin_of(return_url)
+    response["Content-Security-Policy"] = (
+        f"default-src 'none'; script-src 'self'; form-action {lms}; "
+        f"frame-ancestors 'self' {lms}; base-uri 'none'"
+    )
+    return response
+
+
+@method_decorator(xframe_options_exempt, name="dispatch")
+class DeepLinkAnswerView(View):
+    """In the LMS's frame, the answer made in the new window, posted from here, once."""
+
+    def get(self, request: HttpRequest, token: str) -> HttpResponse:
+        kept = deep_linking.answer_take(token)
+        if kept is None:
+            return refused("This selection has expired or was sent: start it again.", 410)
+        return deep_link_return(request, kept["return_url"], kept["jwt"], "")

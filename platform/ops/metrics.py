@@ -154,7 +154,8 @@ class GradlabCollector(Collector):
         family = GaugeMetricFamily(
             "gradlab_queue_depth", "Messages waiting in a grading queue.", labels=["queue"]
         )
-        for queue in sorted({settings.GRADLAB_QUEUE_CPU, settings.GRADLAB_QUEUE_GPU}):
+        queues = {settings.GRADLAB_QUEUE_CPU, settings.GRADLAB_QUEUE_GPU}
+        for queue in sorted(queues | {settings.GRADLAB_QUEUE_AUTHORING}):
             depth = queue_depth(queue)
             if depth is not None:
                 family.add_metric([queue], depth)

@@ -193,7 +193,8 @@ def test_docker_compose_yml_is_accepted_by_docker_compose_and_the_compose_spec()
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
     assert set(done.stdout.split()) == {
-        "postgres", "redis", "sandbox-image", "migrate", "web", "worker", "worker-gpu", "beat",
+        "postgres", "redis", "sandbox-image", "migrate", "web", "worker", "worker-authoring",
+        "worker-gpu", "beat",
     }  # fmt: skip
     if not COMPOSE_SPEC.exists():
         unavailable(f"{COMPOSE_SPEC} (Debian's docker-compose) is missing")

@@ -103,6 +103,23 @@ def test_a_token_of_one_course_is_403_on_another_courses_exercise(
     assert "another course" in response.json()["detail"]
 
 
+def test_an_exercises_read_token_lists_only_its_own_courses_exercises(
+    course_token: Callable[..., str], bob_instructor: Any, courses: Any
+) -> None:
+    """Its creator is enrolled in the other course too: the token still sees one course."""
+    from accounts.models import Enrollment
+
+    Enrollment.objects.create(user=bob_instructor, module=courses[OTHER_COURSE], role="learner")
+    secret = course_token(["exercises:read"])
+
+    listed = bearer(secret).get("/api/v1/exercises/").json()
+
+    slugs = {e["slug"] for e in (listed["results"] if isinstance(listed, dict) else listed)}
+    assert COURSE_EXERCISE in slugs
+    assert OTHER_EXERCISE not in slugs
+    assert {e.slug for e in courses[COURSE].exercises.all()} >= slugs
+
+
 def test_a_token_without_the_scope_is_403(course_token: Callable[..., str]) -> None:
     client = bearer(course_token(["exercises:read"]))
 

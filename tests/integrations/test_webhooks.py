@@ -5,6 +5,8 @@ deliveries visible and redeliverable by the course's instructors."""
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -245,30 +247,106 @@ def test_a_redirect_is_not_followed(
     assert len(receiver.received) == 1
 
 
-def test_a_name_resolving_to_a_private_address_is_refused_at_connect_time(
-    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, settings: Any
+def test_a_name_resolving_to_a_private_address_is_refused_before_connecting(
+    endpoint: dict[str, Any], graded: Callable[[], int], listener: Listener, settings: Any
 ) -> None:
-    """`localhost` is a name, not an address: the check is on the connected peer."""
+    """`localhost` is a name, not an address: it is resolved, checked, and refused before
+    any connection is made (the earlier guard connected, then checked)."""
+    from integrations.egress import NOT_SENT
     from integrations.models import WebhookEndpoint
 
-    settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = False
-    WebhookEndpoint.objects.update(url=receiver.url.replace("127.0.0.1", "localhost"))
+    _private_refused(settings)
+    WebhookEndpoint.objects.update(url=f"http://localhost:{listener.port}/hooks")
     delivery_id = graded()
 
     assert _attempt(delivery_id) == "retry"
-    assert "localhost resolves to a non-public address" in _delivery(delivery_id).last_error
-    assert receiver.received == []
+    assert _delivery(delivery_id).last_error == NOT_SENT
+    assert listener.accepted == 0
 
 
 def test_private_addresses_are_refused_unless_allowed(
     endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver, settings: Any
 ) -> None:
-    settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = False
+    from integrations.egress import NOT_SENT
+
+    _private_refused(settings)
     delivery_id = graded()
 
     assert _attempt(delivery_id) == "retry"
-    assert "non-public address 127.0.0.1" in _delivery(delivery_id).last_error
+    assert _delivery(delivery_id).last_error == NOT_SENT
     assert receiver.received == []
+
+
+@pytest.mark.parametrize("private_allowed", [False, True])
+def test_an_open_port_and_a_closed_port_read_the_same_in_the_delivery_api(
+    private_allowed: bool,
+    endpoint: dict[str, Any],
+    graded: Callable[[], int],
+    listener: Listener,
+    settings: Any,
+    bob_instructor: Any,
+    user_client: Callable[[Any], Any],
+) -> None:
+    """A blind port scan through webhooks learns nothing: a listening non-HTTP port and a
+    closed one give the same error text, whether the guard refuses them or not."""
+    from integrations.models import WebhookEndpoint
+
+    if not private_allowed:
+        _private_refused(settings)
+    closed = socket.create_server(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()
+    errors = []
+    for port in (listener.port, closed_port):
+        WebhookEndpoint.objects.update(url=f"http://127.0.0.1:{port}/hooks")
+        delivery_id = graded()
+        assert _attempt(delivery_id) == "retry"
+        listed = user_client(bob_instructor).get(f"{WEBHOOKS}{endpoint['id']}/deliveries/")
+        [shown] = [d for d in _results(listed.json()) if d["id"] == delivery_id]
+        errors.append(shown["last_error"])
+
+    assert errors[0] == errors[1] != ""
+    assert listener.accepted == (1 if private_allowed else 0)
+
+
+def _results(body: Any) -> list[dict[str, Any]]:
+    return list(body["results"] if isinstance(body, dict) else body)
+
+
+def _private_refused(settings: Any) -> None:
+    settings.GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = False
+    settings.GRADLAB_EGRESS_INSECURE_HOSTS = []
+
+
+class Listener:
+    """A TCP port that accepts connections, counts them and closes them (no HTTP)."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.1)
+        self.port = int(self.server.getsockname()[1])
+        self.accepted = 0
+        self.stop = threading.Event()
+
+    def serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                peer, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            peer.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    running = Listener()
+    thread = threading.Thread(target=running.serve, daemon=True)
+    thread.start()
+    yield running
+    running.stop.set()
+    thread.join()
+    running.server.close()
 
 
 @pytest.mark.parametrize(
@@ -534,3 +612,65 @@ def test_an_endpoint_keeps_delivering_while_its_creator_teaches_the_course(
     assert _attempt(graded()) == "delivered"
     assert _attempt(graded()) == "delivered"
     assert len(receiver.received) == 2
+
+
+# -- secret rotation ---------------------------------------------------------------------------
+
+
+def _rotate(client: Any, endpoint: dict[str, Any]) -> dict[str, Any]:
+    rotated = client.post(f"{WEBHOOKS}{endpoint['id']}/rotate-secret/")
+    assert rotated.status_code == 200, rotated.content
+    return dict(rotated.json())
+
+
+def test_after_a_secret_rotation_deliveries_verify_with_the_old_and_the_new_secret(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver,
+    user_client: Callable[[Any], Any], bob_instructor: Any,
+) -> None:  # fmt: skip
+    rotated = _rotate(user_client(bob_instructor), endpoint)
+    old_secret, new_secret = endpoint["secret"], rotated["secret"]
+
+    first = graded()  # the receiver still holds the old secret
+    assert _attempt(first) == "delivered"
+    receiver.secret = new_secret  # ... then switches
+    second = graded()
+    assert _attempt(second) == "delivered"
+
+    assert new_secret != old_secret and new_secret.startswith("whsec_")
+    assert rotated["previous_secret_expires_at"] is not None
+    assert [got.verified for got in receiver.received] == [True, True]
+    detail = user_client(bob_instructor).get(f"{WEBHOOKS}{endpoint['id']}/").json()
+    assert detail["secret"] == new_secret
+
+
+def test_once_the_grace_period_ends_the_old_secret_no_longer_signs(
+    endpoint: dict[str, Any], graded: Callable[[], int], receiver: Receiver,
+    user_client: Callable[[Any], Any], bob_instructor: Any,
+) -> None:  # fmt: skip
+    from django.utils import timezone
+
+    from integrations.models import WebhookEndpoint
+
+    _rotate(user_client(bob_instructor), endpoint)
+    WebhookEndpoint.objects.filter(pk=endpoint["id"]).update(
+        previous_secret_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    delivery_id = graded()  # the receiver never switched to the new secret
+    _attempt(delivery_id)
+
+    assert [got.verified for got in receiver.received] == [False]
+    assert _delivery(delivery_id).status == "pending"  # refused 401: retried later
+
+
+def test_only_the_courses_instructors_rotate_a_webhook_secret(
+    endpoint: dict[str, Any], user_client: Callable[[Any], Any], alice_learner: Any,
+    carol_other_course: Any, bob_instructor: Any,
+) -> None:  # fmt: skip
+    path = f"{WEBHOOKS}{endpoint['id']}/rotate-secret/"
+
+    for stranger in (alice_learner, carol_other_course):
+        assert user_client(stranger).post(path).status_code in (403, 404)
+
+    detail = user_client(bob_instructor).get(f"{WEBHOOKS}{endpoint['id']}/").json()
+    assert detail["secret"] == endpoint["secret"]

@@ -72,25 +72,28 @@ def registration(
 
 @dataclass
 class Flow:
-    """One browser's trip: the tool's login redirect, the platform's answer, the launch."""
+    """One browser's trip: the tool's login redirect, the platform's answer, the launch's own
+    response (`launched`) and where the browser lands after it (`response`)."""
 
     login: Any
     answer: dict[str, Any]
     response: Any
+    launched: Any = None
 
 
 @pytest.fixture
 def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
-    """launch(client=None, tamper=None, login_url=None, client_id=CLIENT_ID, **claims) -> Flow.
-    `claims` go to
-    the platform through lti_message_hint (which the tool passes back); `tamper(answer)`
-    may change the id_token or state before the browser posts them."""
+    """launch(client=None, tamper=None, login_url=None, client_id=CLIENT_ID, follow=True,
+    **claims) -> Flow. `claims` go to the platform through lti_message_hint (which the tool
+    passes back); `tamper(answer)` may change the id_token or state before the browser posts
+    them; `follow=False` stops at the launch's own response."""
 
     def run(
         client: Client | None = None,
         tamper: Callable[[dict[str, Any]], None] | None = None,
         login_url: str | None = None,
         client_id: str = CLIENT_ID,
+        follow: bool = True,
         **claims: Any,
     ) -> Flow:
         client = client or Client()
@@ -102,7 +105,6 @@ def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
                 "iss": ISSUER, "client_id": client_id, "login_hint": "learner-1",
                 "target_link_uri": "https://gradlab.example.org/lti/launch/",
                 "lti_message_hint": json.dumps(claims), "lti_deployment_id": DEPLOYMENT_ID,
-                "lti1p3_new_window": "1",
             },
         )  # fmt: skip
         assert login.status_code == 302, login.content[:500]
@@ -111,9 +113,21 @@ def launch(registration: Any, platform: FakePlatform) -> Callable[..., Flow]:
         answer = requests.get(platform.auth_url, params=parse_qs(location.query), timeout=10).json()
         if tamper is not None:
             tamper(answer)
-        response = client.post(
+        launched = client.post(
             "/lti/launch/", {"id_token": answer["id_token"], "state": answer["state"]}
         )
-        return Flow(login=login, answer=answer, response=response)
+        landed = _continued(client, launched) if follow else launched
+        return Flow(login=login, answer=answer, response=landed, launched=launched)
 
     return run
+
+
+def _continued(client: Client, response: Any) -> Any:
+    """Where a browser that keeps cookies lands after the launch: the continue page sends it
+    on to the exercise (a redirect, returned as is) or to the deep-linking picker (200)."""
+    if response.status_code != 302 or not response["Location"].startswith("/lti/continue/"):
+        return response
+    response = client.get(response["Location"])
+    if response.status_code == 302 and response["Location"] == "/lti/deep-link/":
+        return client.get(response["Location"])
+    return response

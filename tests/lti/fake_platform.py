@@ -4,7 +4,9 @@ login redirect with a signed id_token, an OAuth2 token endpoint that checks the 
 client assertion against the tool's JWKS, a line item `/scores` endpoint that requires the
 bearer token and the AGS content type, a line items container that creates line items
 (with the `lineitem` scope), and a paginated roster whose `Link` header has mixed-case URLs.
-Written from the LTI 1.3 / AGS / NRPS texts, not from PyLTI1p3.
+Written from the LTI 1.3 / AGS / NRPS texts, not from PyLTI1p3. For a browser
+(tests/browser) it also serves the LMS's course page framing the tool (`/course`), Canvas's
+platform-storage frame (`/forwarder`) and, to a browser's `/auth`, the form_post page.
 
 `mode` makes the scores endpoint follow an LMS's own rules, written from its source:
 - "moodle" (`mod/lti/service/gradebookservices/classes/local/resources/scores.php`,
@@ -33,6 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -362,6 +365,78 @@ class FakePlatform:
         return {"id": f"{self.base_url}/courses/7/memberships", "members": members}, link
 
 
+# -- pages for a browser (tests/browser): the LMS's course page, with the tool in a frame ----
+
+# The platform-storage responder, as Canvas's (ui/shared/lti/jquery/messages.ts,
+# subjects/lti.put_data.ts and lti.get_data.ts, response_messages.ts, platform_storage.ts):
+# a sibling frame named by `lti_storage_target` answers the tool's `lti.put_data` and
+# `lti.get_data` to the message's source at its origin with `<subject>.response`, the
+# message_id, key and value, keeping values in localStorage under
+# `lti|platform_storage|<tool origin>|<key>`; a missing key or message_id is a bad_request.
+FORWARDER_PAGE = """<!doctype html><title>post_message_forwarding</title><script>
+window.addEventListener("message", function (event) {
+  var message = typeof event.data === "string" ? JSON.parse(event.data) : event.data;
+  if (!message || (message.subject !== "lti.put_data" && message.subject !== "lti.get_data")) {
+    return;
+  }
+  function send(contents) {
+    var answer = {subject: message.subject + ".response"};
+    if (message.message_id) { answer.message_id = message.message_id; }
+    event.source.postMessage(Object.assign(answer, contents), event.origin);
+  }
+  if (!message.key) { return send({error: {code: "bad_request",
+                                   message: "Missing required 'key' field"}}); }
+  if (!message.message_id) { return send({error: {code: "bad_request",
+                                          message: "Missing required 'message_id' field"}}); }
+  var stored = "lti|platform_storage|" + event.origin + "|" + message.key;
+  if (message.subject === "lti.put_data") {
+    if (message.value) { window.localStorage.setItem(stored, message.value); }
+    else { window.localStorage.removeItem(stored); }
+    return send(message.value ? {key: message.key, value: message.value} : {key: message.key});
+  }
+  send({key: message.key, value: window.localStorage.getItem(stored)});
+});
+</script>"""
+
+
+def course_page(query: dict[str, list[str]]) -> str:
+    """The LMS's page: the tool's frame (named "tool"), the storage frame when `storage=1`
+    (and not `forwarder=0`), and the login initiation form POSTed into the tool's frame, as
+    Canvas and Moodle do."""
+    fields = {
+        "iss": ISSUER, "client_id": CLIENT_ID, "login_hint": query.get("sub", ["learner-1"])[0],
+        "target_link_uri": query["login"][0], "lti_message_hint": query.get("hint", ["{}"])[0],
+        "lti_deployment_id": DEPLOYMENT_ID,
+    }  # fmt: skip
+    storage = query.get("storage", ["0"])[0] == "1"
+    if storage:
+        fields["lti_storage_target"] = "post_message_forwarding"
+    # forwarder=0: the login names a storage frame that the page lacks
+    storage = storage and query.get("forwarder", ["1"])[0] == "1"
+    inputs = "".join(
+        f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
+    )
+    forwarder = '<iframe name="post_message_forwarding" src="/forwarder" hidden></iframe>'
+    return (
+        "<!doctype html><title>Course 7</title><h1>Deep learning</h1>"
+        + (forwarder if storage else "")
+        + '<iframe name="tool" id="tool" width="1200" height="800"></iframe>'
+        + f'<form id="login" method="post" target="tool" action="{escape(query["login"][0])}">'
+        + inputs
+        + "</form><script>document.getElementById('login').submit();</script>"
+    )
+
+
+def auto_post_page(action: str, answer: dict[str, Any]) -> str:
+    """The authorization endpoint's answer to a browser: a form_post to the tool."""
+    return (
+        f'<!doctype html><form id="f" method="post" action="{escape(action)}">'
+        f'<input type="hidden" name="id_token" value="{escape(answer["id_token"])}">'
+        f'<input type="hidden" name="state" value="{escape(answer["state"])}">'
+        "</form><script>document.getElementById('f').submit();</script>"
+    )
+
+
 def _lineitem_of(scores_path: str) -> str:
     """The line item's path of a `.../lineitem/scores?...` request path."""
     return urlsplit(scores_path).path.removesuffix("/scores")
@@ -383,10 +458,24 @@ def running_platform() -> Iterator[FakePlatform]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _html(self, page: str) -> None:
+            data = page.encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
             query = parse_qs(parts.query)
-            if parts.path == "/jwks":
+            if parts.path == "/course":
+                self._html(course_page(query))
+            elif parts.path == "/forwarder":
+                self._html(FORWARDER_PAGE)
+            elif parts.path == "/auth" and "text/html" in self.headers.get("accept", ""):
+                self._html(auto_post_page(query["redirect_uri"][0], self._authorize(query)))
+            elif parts.path == "/jwks":
                 platform.jwks_fetches += 1
                 self._send(200, {"keys": [k.public_jwk for k in platform.keys]})
             elif parts.path == "/auth":

@@ -46,3 +46,28 @@ def test_a_context_whose_id_is_not_a_string_is_a_400_naming_the_context(
 
 def test_well_formed_claims_still_launch(launch: Callable[..., Any]) -> None:
     assert launch().response.status_code == 302
+
+
+@pytest.mark.parametrize(
+    ("claims", "named"),
+    [
+        ({"email": "a" * 250 + "@example.org"}, "email"),
+        ({"sub": "s" * 256}, "sub"),
+        ({"name": "n" * 501}, "name"),
+        ({f"{LTI}context": {"id": "course-7", "title": "t" * 501}}, f"{LTI}context"),
+        ({f"{LTI}resource_link": {"id": "r" * 256}}, f"{LTI}resource_link"),
+        ({f"{LTI}tool_platform": {"guid": "g" * 256}}, f"{LTI}tool_platform"),
+        ({"given_name": ["Ada"]}, "given_name"),
+    ],
+    ids=["email", "sub", "name", "context-title", "resource-link-id", "platform-guid", "list"],
+)
+def test_a_stored_claim_too_long_or_not_a_string_is_a_400_naming_it_not_a_500(
+    launch: Callable[..., Any], claims: dict[str, Any], named: str
+) -> None:
+    from accounts.models import Enrollment
+
+    flow = launch(**claims)
+
+    assert flow.response.status_code == 400, flow.response.content[:300]
+    assert named in flow.response.content.decode()
+    assert not Enrollment.objects.exists()

@@ -1,5 +1,6 @@
-"""Launches inside an LMS iframe: the LMS origins may frame gradlab's pages, and the
-session and CSRF cookies become SameSite=None; Secure. Off by default."""
+"""GRADLAB_LTI_FRAME_ANCESTORS: origins that may frame every page, beyond the registered
+LMSs' own (tests/lti/test_frames_and_state.py), with every session's cookies SameSite=None;
+Secure. Unset, a page no LMS launch led to cannot be framed."""
 
 from __future__ import annotations
 

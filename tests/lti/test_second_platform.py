@@ -50,7 +50,7 @@ def _authorized(platform: SecondPlatform, browser: Client) -> dict[str, str]:
     platform's authorization endpoint, whose form (id_token, state) goes to the launch."""
     login_url = urlsplit(platform.login_url("grace-1", "first-gradient"))
     params = {k: v[0] for k, v in parse_qs(login_url.query).items()}
-    login = browser.get(login_url.path, {**params, "lti1p3_new_window": "1"})
+    login = browser.get(login_url.path, params)
     assert login.status_code == 302, login.content[:300]
     query = parse_qs(urlsplit(login["Location"]).query)
     form = requests.get(f"{platform.base_url}/auth", params=query, timeout=10).json()
@@ -59,7 +59,10 @@ def _authorized(platform: SecondPlatform, browser: Client) -> dict[str, str]:
 
 
 def _launch(platform: SecondPlatform, browser: Client) -> Any:
-    return browser.post("/lti/launch/", _authorized(platform, browser))
+    """The launch, and the continue page it leads to (a browser that keeps cookies)."""
+    launched = browser.post("/lti/launch/", _authorized(platform, browser))
+    assert launched.status_code == 302 and "/lti/continue/" in launched["Location"]
+    return browser.get(launched["Location"])
 
 
 def test_a_launch_from_the_second_platform_lands_on_the_exercise(second: SecondPlatform) -> None:

@@ -71,6 +71,7 @@ def running_platform(tmp_path: Path) -> Iterator[Running]:
         GRADLAB_VAR_DIR=str(tmp_path / "var"),
         GRADLAB_QUEUE_CPU=queue,
         GRADLAB_QUEUE_GPU=f"{queue}-gpu",
+        GRADLAB_QUEUE_AUTHORING=f"{queue}-authoring",
         WEB_WORKERS="1",
     )
     log = tmp_path / "run.log"

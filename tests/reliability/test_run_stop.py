@@ -107,6 +107,7 @@ class RunScript:
             GRADLAB_VAR_DIR=str(self.tmp_path / "var"),
             GRADLAB_QUEUE_CPU=queue,
             GRADLAB_QUEUE_GPU=f"{queue}-gpu",
+            GRADLAB_QUEUE_AUTHORING=f"{queue}-authoring",
             GRADLAB_SANDBOX_WARM="0",
             WEB_WORKERS="2",
             # one pool process (and its zygote): nothing is graded, the process tree is

@@ -51,13 +51,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "ops.middleware.RefuseNulMiddleware",  # a NUL in the query string: 400, not a 500
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "lti.middleware.LmsCookiesMiddleware",  # an LMS-launched session's cookies, in its frame
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "lti.middleware.LmsFramingMiddleware",  # LMS iframes, when GRADLAB_LTI_FRAME_ANCESTORS
+    "lti.middleware.LmsFramingMiddleware",  # frame-ancestors: the registered LMSs (lti/)
     "web.middleware.ContentSecurityPolicyMiddleware",
     "web.middleware.DomainErrorPagesMiddleware",
     "axes.middleware.AxesMiddleware",  # a locked-out sign-in: 429 and web/locked_out.html
@@ -181,6 +182,9 @@ CELERY_TIMEZONE = "UTC"
 # override exists so that tests can give their own worker a private queue.
 GRADLAB_QUEUE_CPU = env_str("GRADLAB_QUEUE_CPU", "grading")
 GRADLAB_QUEUE_GPU = env_str("GRADLAB_QUEUE_GPU", "grading-gpu")
+# Instructor jobs (validations, regrades: many sandboxes each) have a queue and a worker of
+# their own, so that a flood of them never holds a worker a learner's submission waits for.
+GRADLAB_QUEUE_AUTHORING = env_str("GRADLAB_QUEUE_AUTHORING", "authoring")
 # Send `device = "cuda"` exercises to the GPU queue only where GPU workers consume it;
 # otherwise they are graded on the CPU queue (every course exercise also runs on a CPU).
 GRADLAB_GPU_QUEUE_ENABLED = env_bool("GRADLAB_GPU_QUEUE_ENABLED", False)
@@ -249,7 +253,7 @@ CELERY_TASK_DEFAULT_QUEUE = GRADLAB_QUEUE_CPU
 CELERY_TASK_ROUTES = {
     "gradlab.grade_submission": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.sweep_submissions": {"queue": GRADLAB_QUEUE_CPU},
-    "gradlab.run_exercise_job": {"queue": GRADLAB_QUEUE_CPU},
+    "gradlab.run_exercise_job": {"queue": GRADLAB_QUEUE_AUTHORING},
     "gradlab.sweep_exercise_jobs": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.reap_sandboxes": {"queue": GRADLAB_QUEUE_CPU},
     "gradlab.prune_drafts": {"queue": GRADLAB_QUEUE_CPU},
@@ -299,6 +303,12 @@ GRADLAB_WEBHOOK_TIMEOUT_SECONDS = env_float("GRADLAB_WEBHOOK_TIMEOUT_SECONDS", 1
 GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS = env_float("GRADLAB_WEBHOOK_SWEEP_GRACE_SECONDS", 60.0)
 GRADLAB_WEBHOOK_ALLOW_HTTP = env_bool("GRADLAB_WEBHOOK_ALLOW_HTTP", False)
 GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS = env_bool("GRADLAB_WEBHOOK_ALLOW_PRIVATE_HOSTS", False)
+# After a secret rotation, the old secret signs beside the new one this long.
+GRADLAB_WEBHOOK_SECRET_GRACE_SECONDS = env_int("GRADLAB_WEBHOOK_SECRET_GRACE_SECONDS", 24 * 3600)
+# The egress guard (integrations.egress) of every request to a URL from outside (webhooks,
+# LMS services, key sets): hosts it may reach over plain http and at private or loopback
+# addresses (tests, a development LMS on this machine); none in production.
+GRADLAB_EGRESS_INSECURE_HOSTS = env_list("GRADLAB_EGRESS_INSECURE_HOSTS", [])
 CELERY_BEAT_SCHEDULE["sweep-webhook-deliveries"] = {
     "task": "gradlab.sweep_webhooks",
     "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
@@ -314,6 +324,18 @@ CACHES = {
     }
 }
 GRADLAB_LTI_CLOCK_SKEW_SECONDS = env_int("GRADLAB_LTI_CLOCK_SKEW_SECONDS", 60)
+# A login start (anonymous) keeps its state and nonce this long, server-side, for one launch;
+# at most LIMIT starts per client address in WINDOW (lti.oidc).
+GRADLAB_LTI_STATE_SECONDS = env_int("GRADLAB_LTI_STATE_SECONDS", 300)
+GRADLAB_LTI_LOGIN_LIMIT = env_int("GRADLAB_LTI_LOGIN_LIMIT", 30)
+GRADLAB_LTI_LOGIN_WINDOW_SECONDS = env_int("GRADLAB_LTI_LOGIN_WINDOW_SECONDS", 60)
+# A verified launch's claims (deep linking's second step) and its one-time link to open
+# gradlab in a new window, where the LMS's frame keeps no cookie.
+GRADLAB_LTI_LAUNCH_DATA_SECONDS = env_int("GRADLAB_LTI_LAUNCH_DATA_SECONDS", 7200)
+GRADLAB_LTI_TICKET_SECONDS = env_int("GRADLAB_LTI_TICKET_SECONDS", 300)
+# An LMS-launched session's cookies are SameSite=None; Secure and Partitioned (CHIPS) in a
+# secure context, so that the LMS's frame keeps them without third-party cookies.
+GRADLAB_LTI_PARTITIONED_COOKIES = env_bool("GRADLAB_LTI_PARTITIONED_COOKIES", True)
 GRADLAB_LTI_NONCE_LIFETIME_SECONDS = env_int("GRADLAB_LTI_NONCE_LIFETIME_SECONDS", 24 * 3600)
 GRADLAB_LTI_KEYSET_CACHE_SECONDS = env_int("GRADLAB_LTI_KEYSET_CACHE_SECONDS", 3600)
 GRADLAB_LTI_KEYSET_REFETCH_SECONDS = env_int("GRADLAB_LTI_KEYSET_REFETCH_SECONDS", 10)
@@ -332,7 +354,18 @@ GRADLAB_LTI_SCORE_COMMENT = env_bool("GRADLAB_LTI_SCORE_COMMENT", False)
 # Addresses an LMS sends (the deep-link return URL) must be https; plain http only for
 # test platforms on this machine.
 GRADLAB_LTI_ALLOW_HTTP = env_bool("GRADLAB_LTI_ALLOW_HTTP", False)
-# Launches inside an LMS iframe: the LMS origins allowed to frame gradlab's pages. The
+# An LMS's service URLs (AGS line items and scores, NRPS rosters and their next pages) are
+# requested only on an origin of its registration (issuer, login, token and key set URLs)
+# or on one given here as ISSUER=ORIGIN (Canvas: the school's origin is not its issuer's).
+GRADLAB_LTI_SERVICE_ORIGINS = env_list("GRADLAB_LTI_SERVICE_ORIGINS", [])
+# A deployment id that a registered platform launches with for the first time is recorded
+# (lti.deployments) unless this is off; its courses still need a binding to open anything.
+GRADLAB_LTI_ACCEPT_NEW_DEPLOYMENTS = env_bool("GRADLAB_LTI_ACCEPT_NEW_DEPLOYMENTS", True)
+# A Dynamic Registration URL (`manage.py lti_register --dynamic`) works this long, once.
+GRADLAB_LTI_REGISTRATION_URL_HOURS = env_float("GRADLAB_LTI_REGISTRATION_URL_HOURS", 72.0)
+# The tool's signing key is replaced this often, by the scheduler (lti.keys.keys_rotate_if_due).
+GRADLAB_LTI_KEY_ROTATE_SECONDS = env_int("GRADLAB_LTI_KEY_ROTATE_SECONDS", 30 * 24 * 3600)
+# Origins allowed to frame every page, beyond the registered LMSs' own (lti.middleware). The
 # launch is a cross-site POST and the pages then run in a third-party frame, so the session
 # and CSRF cookies must be SameSite=None; Secure (HTTPS, also behind a TLS proxy that sets
 # X-Forwarded-Proto: prod's SECURE_PROXY_SSL_HEADER).
@@ -346,6 +379,11 @@ CELERY_BEAT_SCHEDULE["sweep-lti-scores"] = {
     "task": "gradlab.lti_sweep_scores",
     "schedule": GRADLAB_SWEEP_INTERVAL_SECONDS,
     "options": {"expires": GRADLAB_SWEEP_INTERVAL_SECONDS},
+}
+CELERY_BEAT_SCHEDULE["rotate-lti-keys"] = {
+    "task": "gradlab.lti_rotate_keys",
+    "schedule": 3600.0,
+    "options": {"expires": 3600.0},
 }
 CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
     "task": "gradlab.purge_idempotency_keys",

@@ -7,7 +7,7 @@ from pathlib import Path
 import dj_database_url
 from dj_database_url import DBConfig
 
-from config.env import env_bool, env_int, env_str
+from config.env import env_bool, env_int, env_list, env_str
 from config.settings.base import *  # noqa: F403
 from config.settings.base import SECRET_KEY, SQLITE_ENGINE, SQLITE_OPTIONS
 
@@ -77,3 +77,5 @@ GRADLAB_SANDBOX_ZYGOTE = env_bool("GRADLAB_SANDBOX_ZYGOTE", True)
 # The tests' LMS peers are plain-http servers on 127.0.0.1 (a test of the https rule sets
 # it back).
 GRADLAB_LTI_ALLOW_HTTP = env_bool("GRADLAB_LTI_ALLOW_HTTP", True)
+# ... which the egress guard lets it reach (by that address, never by a name).
+GRADLAB_EGRESS_INSECURE_HOSTS = env_list("GRADLAB_EGRESS_INSECURE_HOSTS", ["127.0.0.1"])
