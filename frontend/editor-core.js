@@ -222,6 +222,13 @@ function attach(languages, textarea, { onSubmit, onEscape, language }) {
       textarea.value = view.state.doc.toString();
     },
     focus: () => view.focus(),
+    // Replaces the whole text as one undoable change (Ctrl/Cmd+Z brings the old text back).
+    setValue: (text) =>
+      view.dispatch({
+        changes: { from: 0, to: view.state.doc.length, insert: text },
+        selection: { anchor: 0 },
+        userEvent: "input.replace",
+      }),
     markLine: (number, { show = false } = {}) => markLine(view, number, show),
   };
 }

@@ -34,6 +34,7 @@ from courses.services import objectives_replace, version_create, version_publish
 from grader import spec
 from grader.authoring import archive, scaffold
 from grader.authoring.problems import ProblemPlace, problem_place
+from submissions.late import late_marks_refresh
 
 SLUG_LINE = re.compile(r'^slug\s*=\s*"[^"\n]*"', re.MULTILINE)
 
@@ -249,10 +250,12 @@ def exercise_schedule_set(
     """When learners see the exercise, when it is due, and whether late work counts."""
     if release_at and due_at and due_at <= release_at:
         raise InvalidInput({"due_at": ["The due date must come after the release date."]})
-    Exercise.objects.filter(pk=exercise.pk).update(
-        release_at=release_at, due_at=due_at, late_counts=late_counts
-    )
-    exercise.release_at, exercise.due_at, exercise.late_counts = release_at, due_at, late_counts
+    with transaction.atomic():
+        Exercise.objects.filter(pk=exercise.pk).update(
+            release_at=release_at, due_at=due_at, late_counts=late_counts
+        )
+        exercise.release_at, exercise.due_at, exercise.late_counts = release_at, due_at, late_counts
+        late_marks_refresh(exercise=exercise)  # a moved due date re-marks what is late
 
 
 # -- archives and versions ---------------------------------------------------------------

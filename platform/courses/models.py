@@ -165,3 +165,27 @@ class ExerciseJob(models.Model):
     @property
     def pending(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class Extension(models.Model):
+    """One learner's own due date for one exercise, granted by an instructor: it moves
+    that learner's due date (their submissions are late only after it)."""
+
+    exercise = models.ForeignKey(Exercise, on_delete=models.CASCADE, related_name="extensions")
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="extensions"
+    )
+    due_at = models.DateTimeField()
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["exercise", "due_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["exercise", "learner"], name="extension_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.exercise.slug}: {self.learner_id} until {self.due_at:%Y-%m-%d %H:%M}"

@@ -90,3 +90,23 @@ class CheckResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: {'pass' if self.passed else 'fail'}"
+
+
+class Draft(models.Model):
+    """A learner's unsent code of one exercise, saved as they type (the editor posts it),
+    so that it survives a reload, another device and a new session."""
+
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="code_drafts"
+    )
+    exercise = models.ForeignKey(
+        "courses.Exercise", on_delete=models.CASCADE, related_name="code_drafts"
+    )
+    code = models.TextField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["learner", "exercise"], name="draft_unique")]
+
+    def __str__(self) -> str:
+        return f"draft of {self.exercise_id} by {self.learner_id}"

@@ -32,6 +32,7 @@ from courses.selectors import exercise_visible_get
 from grader.protocol import ExerciseError, InfrastructureError, Report
 from grading import bridge
 from submissions import signals
+from submissions.late import due_for
 from submissions.models import CheckResult, Submission
 
 logger = logging.getLogger(__name__)
@@ -101,11 +102,17 @@ def submission_create(
             exercise=exercise,
             version_id=version_id,
             code=code,
-            late=exercise.due_at is not None and timezone.now() > exercise.due_at,
+            late=_is_late(exercise, learner),
             lease_expires_at=jobs.job_queued_until(SUBMISSIONS),
         )
         jobs.job_enqueue_on_commit(SUBMISSIONS, job_id=submission.pk, queue=queue_for(exercise))
     return submission, True
+
+
+def _is_late(exercise: Exercise, learner: AnyUser) -> bool:
+    """After the learner's due date (the exercise's, or their extension: submissions.late)."""
+    due_at = due_for(exercise=exercise, learner_id=learner.pk)
+    return due_at is not None and timezone.now() > due_at
 
 
 def submission_preview_create(

@@ -23,6 +23,7 @@ from grader.checks.diagnoses.catalogue import describe
 from grader.spec import Manifest
 from submissions.mastery import extra_diagnoses
 from submissions.models import Submission
+from web.deadlines import late_note
 
 STDOUT_DISPLAY_CHARS = 20_000  # the grader caps stdout too; this keeps the page light
 TRACEBACK_DISPLAY_CHARS = 8_000
@@ -38,6 +39,7 @@ STATUS_LABELS = {
     "graded": "graded",
     "failed": "not graded",
     HELD: "held for review",
+    "late": "late: does not count",
     "not-tried": "not tried",
     "failing": "failing",
     "passed": "passed",
@@ -109,6 +111,9 @@ class Feedback:
     review_flags: tuple[tuple[str, str], ...] = ()
     # "note": `message` remarks on a graded run (its output was cut); "alert": why it failed.
     message_role: str = "alert"
+    # Made after the due date: what that does to its score (web.deadlines.late_note).
+    late_note: str = ""
+    late_uncounted: bool = False  # late, and the exercise's late submissions do not count
 
     @property
     def failed_count(self) -> int:
@@ -131,6 +136,8 @@ class HistoryItem:
     created_at: datetime
     code: str
     detail_url: str
+    late: bool = False  # made after the learner's due date
+    late_counts: bool = True  # and the exercise's late submissions count
 
 
 def feedback_for(
@@ -171,6 +178,8 @@ def feedback_for(
         review_label=submission.get_review_display() if show_review and submission.review else "",
         review_flags=integrity_flags(report) if show_review and submission.review else (),
         message_role=_message_role(submission, report),
+        late_note=late_note(submission),
+        late_uncounted=submission.late and not submission.exercise.late_counts,
     )
 
 
@@ -240,6 +249,8 @@ def history_item(submission: Submission) -> HistoryItem:
         created_at=submission.created_at,
         code=scrub(submission.code),
         detail_url=reverse("web:submission", args=[submission.pk]),
+        late=submission.late and not submission.preview,
+        late_counts=submission.exercise.late_counts,
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, Q, QuerySet
@@ -14,8 +16,10 @@ from accounts.selectors import AnyUser
 from courses.manifest import stored_manifest
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.selectors import exercises_visible_to
+from submissions.late import Deadline, deadlines_for
 from submissions.mastery import diagnosis_title
 from submissions.models import CheckResult, Submission
+from web.deadlines import DeadlineView, deadline_view
 from web.presenters import STATUS_LABELS, integrity_flags
 
 TOP_DIAGNOSES = 3
@@ -30,11 +34,17 @@ class ExerciseRow:
     points: float
     attempts: int
     best_score: float
-    status: str  # "not-tried" | "held" | "failing" | "passed"
+    status: str  # "not-tried" | "held" | "late" | "failing" | "passed"
+    deadline: Deadline | None = None  # the learner's due date (theirs, if extended)
+    late_uncounted: int = 0  # graded submissions that do not count for being late
 
     @property
     def status_label(self) -> str:
         return STATUS_LABELS[self.status]
+
+    @property
+    def due(self) -> DeadlineView:
+        return deadline_view(self.deadline)
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,15 @@ class GradeRow:
     username: str
     email: str
     scores: tuple[float | None, ...]  # best score per exercise, None when not tried
+    # Per exercise: when the learner last submitted (None: never), and whether that
+    # submission was late.
+    submitted: tuple[datetime | None, ...] = ()
+    late: tuple[bool, ...] = ()
+
+    @property
+    def late_count(self) -> int:
+        """Exercises whose last submission was late."""
+        return sum(self.late)
 
     @property
     def total(self) -> float:
@@ -93,6 +112,10 @@ COUNTED = (
     & ~Q(review=Submission.Review.HELD)
     & ~Q(late=True, exercise__late_counts=False)
 )
+# Graded and made after the due date of an exercise whose late submissions do not count.
+LATE_UNCOUNTED = Q(
+    status=Submission.Status.GRADED, preview=False, late=True, exercise__late_counts=False
+)
 
 
 def learner_progress(*, module: Module, user: AnyUser) -> list[ExerciseRow]:
@@ -110,10 +133,13 @@ def learner_progress(*, module: Module, user: AnyUser) -> list[ExerciseRow]:
             passed=Count("id", filter=COUNTED & Q(passed=True)),
             graded=Count("id", filter=COUNTED),
             held=Count("id", filter=Q(review=Submission.Review.HELD)),
+            late_out=Count("id", filter=LATE_UNCOUNTED),
         )
     }
+    exercises = list(exercises_visible_to(user=user).filter(module=module))
+    deadlines = deadlines_for(exercises=exercises, learner_id=user.pk)
     rows = []
-    for exercise in exercises_visible_to(user=user).filter(module=module):
+    for exercise in exercises:
         row = stats.get(exercise.pk)
         rows.append(
             ExerciseRow(
@@ -124,6 +150,8 @@ def learner_progress(*, module: Module, user: AnyUser) -> list[ExerciseRow]:
                 attempts=row["attempts"] if row else 0,
                 best_score=float(row["best"] or 0.0) if row else 0.0,
                 status=_status(row),
+                deadline=deadlines[exercise.pk],
+                late_uncounted=row["late_out"] if row else 0,
             )
         )
     return rows
@@ -136,7 +164,9 @@ def _status(row: dict | None) -> str:
         return "passed"
     if row["graded"]:
         return "failing"
-    return "held" if row["held"] else "not-tried"
+    if row["held"]:
+        return "held"
+    return "late" if row["late_out"] else "not-tried"
 
 
 def module_summary(rows: list[ExerciseRow]) -> ModuleSummary:
@@ -228,16 +258,40 @@ def gradebook(module: Module) -> tuple[list[Exercise], list[GradeRow]]:
         "user_id"
     )
     users = get_user_model().objects.filter(pk__in=learner_ids).order_by("username")
+    last = _last_submissions(module)
     rows = [
         GradeRow(
             user_id=u.pk,
             username=u.get_username(),
             email=getattr(u, "email", ""),
             scores=tuple(best.get((u.pk, e.pk)) for e in exercises),
+            submitted=tuple(last.get((u.pk, e.pk), (None, False))[0] for e in exercises),
+            late=tuple(last.get((u.pk, e.pk), (None, False))[1] for e in exercises),
         )
         for u in users
     ]
     return exercises, rows
+
+
+def _last_submissions(module: Module) -> dict[tuple[int, int], tuple[datetime, bool]]:
+    """(learner, exercise) -> (when they last submitted it, whether that one was late)."""
+    rows = (
+        class_submissions(module)
+        .values("learner_id", "exercise_id")
+        .annotate(last=Max("created_at"), last_late=Max("created_at", filter=Q(late=True)))
+    )
+    return {
+        (row["learner_id"], row["exercise_id"]): (row["last"], row["last_late"] == row["last"])
+        for row in rows
+    }
+
+
+def module_learners(module: Module) -> QuerySet[Any]:
+    """The users enrolled in `module` as learners, by username."""
+    learner_ids = Enrollment.objects.filter(module=module, role=Enrollment.Role.LEARNER).values(
+        "user_id"
+    )
+    return get_user_model().objects.filter(pk__in=learner_ids).order_by("username")
 
 
 def learner_submissions(*, module: Module, learner_id: int) -> QuerySet[Submission]:

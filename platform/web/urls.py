@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from web.views import instructor, learner, signin
+from web.views import deadlines, instructor, learner, signin
 from web.views.authoring import editor, members, module, preview, publishing
 
 app_name = "web"
@@ -15,6 +15,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "modules/<slug:module_slug>/<slug:exercise_slug>/",
         learner.exercise_page,
         name="exercise",
+    ),
+    path(
+        "modules/<slug:module_slug>/<slug:exercise_slug>/draft/",
+        learner.exercise_draft,
+        name="exercise_draft",
     ),
     path("submissions/<int:submission_id>/", learner.submission_page, name="submission"),
     path(
@@ -53,6 +58,18 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/regrade/",
         instructor.regrade_exercise,
         name="regrade_exercise",
+    ),
+    *(
+        path(f"teach/<slug:module_slug>/exercises/<slug:exercise_slug>/{part}", view, name=name)
+        for part, view, name in (
+            ("late-policy/", deadlines.late_policy, "late_policy"),
+            ("extensions/", deadlines.extension_grant, "extension_grant"),
+            (
+                "extensions/<int:extension_id>/withdraw/",
+                deadlines.extension_withdraw,
+                "extension_withdraw",
+            ),
+        )
     ),
     path("teach/<slug:module_slug>/author/", module.author_module, name="author_module"),
     path(

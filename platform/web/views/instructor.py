@@ -5,6 +5,7 @@ courses.access.module_get_taught (403)."""
 from __future__ import annotations
 
 import csv
+from datetime import UTC
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -18,10 +19,13 @@ from courses.access import module_get_taught, module_member_get
 from courses.models import ExerciseJob
 from courses.selectors import exercise_get_in_module
 from lti.passback import score_failures
+from submissions.late import extensions_of
 from submissions.mastery import SHOWN, class_mastery, learner_mastery_of
 from submissions.services import submission_review
 from web import selectors
+from web.deadlines import Schedule
 from web.presenters import history_item
+from web.selectors import GradeRow
 
 VALIDATE = ExerciseJob.Kind.VALIDATE
 REGRADE = ExerciseJob.Kind.REGRADE
@@ -76,19 +80,35 @@ def grades_csv(request: HttpRequest, module_slug: str) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{module.slug}-grades.csv"'
     writer = csv.writer(response)
-    writer.writerow(["username", "email", *(e.slug for e in exercises), "total", "max_total"])
+    # Per exercise: the best score that counts, then when the learner last submitted it
+    # (ISO 8601, UTC) and whether that submission was late.
+    per_exercise = ((e.slug, f"{e.slug} last submitted (UTC)", f"{e.slug} late") for e in exercises)
+    writer.writerow(
+        ["username", "email", *(h for heads in per_exercise for h in heads), "total", "max_total"]
+    )
     max_total = sum(e.points for e in exercises)
     for row in grades:
         writer.writerow(
             [
                 _csv_text(row.username),
                 _csv_text(row.email),
-                *("" if s is None else _number(s) for s in row.scores),
+                *(cell for cells in _exercise_cells(row) for cell in cells),
                 _number(row.total),
                 _number(max_total),
             ]
         )
     return response
+
+
+def _exercise_cells(row: GradeRow) -> list[tuple[str, str, str]]:
+    return [
+        (
+            "" if score is None else _number(score),
+            "" if submitted is None else submitted.astimezone(UTC).isoformat(timespec="seconds"),
+            ("yes" if late else "no") if submitted is not None else "",
+        )
+        for score, submitted, late in zip(row.scores, row.submitted, row.late, strict=True)
+    ]
 
 
 def _number(value: float) -> str:
@@ -128,6 +148,9 @@ def teach_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) -
             job is not None and job.pending for job in (validation, regrade, regrade_previewed)
         ),
         "stale_submissions": selectors.stale_submissions(exercise),
+        "schedule": Schedule(exercise.release_at, exercise.due_at, exercise.late_counts),
+        "extensions": extensions_of(exercise),
+        "learners": selectors.module_learners(module),
         "crumbs": [(f"Teach: {module.title}", _teach_url(module)), (exercise.title, "")],
         "nav": "teach",
     }

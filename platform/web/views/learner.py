@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from common.errors import DomainError, InvalidInput, NotFound, RateLimited
 from courses.access import module_is_taught_by
@@ -25,11 +25,14 @@ from courses.selectors import (
     module_get,
     modules_visible_to,
 )
+from submissions.drafts import draft_get, draft_save, draft_to_open
+from submissions.late import deadline_for
 from submissions.mastery import SHOWN, learner_mastery
-from submissions.models import Submission
+from submissions.models import Draft, Submission
 from submissions.selectors import queue_place, submission_get, submission_result_withheld
 from submissions.services import submission_create
 from web import selectors
+from web.deadlines import deadline_view, when
 from web.presenters import HELD, Feedback, feedback_for, history_item
 
 
@@ -65,10 +68,7 @@ def module_page(request: HttpRequest, module_slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def exercise_page(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
-    module = _module_visible(request, module_slug)
-    exercise = exercise_get_in_module(module=module, slug=exercise_slug)
-    if not exercises_visible_to(user=request.user).filter(pk=exercise.pk).exists():
-        raise NotFound("No such exercise.")
+    module, exercise = _exercise_visible(request, module_slug, exercise_slug)
     if request.method == "POST":
         return _submit(request, exercise)
     return _render_exercise(request, module, exercise)
@@ -80,6 +80,17 @@ def _module_visible(request: HttpRequest, module_slug: str) -> Module:
     if not modules_visible_to(user=request.user).filter(pk=module.pk).exists():
         raise NotFound("No such module.")
     return module
+
+
+def _exercise_visible(
+    request: HttpRequest, module_slug: str, exercise_slug: str
+) -> tuple[Module, Exercise]:
+    """The exercise if the user may see it (enrolled, released, published); else a 404."""
+    module = _module_visible(request, module_slug)
+    exercise = exercise_get_in_module(module=module, slug=exercise_slug)
+    if not exercises_visible_to(user=request.user).filter(pk=exercise.pk).exists():
+        raise NotFound("No such exercise.")
+    return module, exercise
 
 
 def _render_exercise(
@@ -96,12 +107,18 @@ def _render_exercise(
     version = exercise.current_version
     if version is None:  # exercise_get_in_module only finds published exercises
         raise NotFound("No such exercise.")
+    draft = draft_to_open(draft=draft_get(learner=request.user, exercise=exercise), latest=latest)
+    opened, origin = _opening_code(code, draft, latest, version.starter_code)
     context = {
         "module": module,
         "exercise": exercise,
         "statement_html": _trusted_statement(version.statement_html),
-        "code": code if code is not None else (latest.code if latest else version.starter_code),
-        "restored": code is None and latest is not None,
+        "code": opened,
+        "origin": origin,
+        "starter_code": version.starter_code,
+        "draft_url": reverse("web:exercise_draft", args=[module.slug, exercise.slug]),
+        "draft_saved_at": draft.updated_at.isoformat() if draft else "",
+        "deadline": deadline_view(deadline_for(exercise=exercise, learner_id=request.user.pk)),
         "latest": _feedback(latest, request) if latest else None,
         "pending_status_url": _status_url(latest) if latest and not _done(latest) else "",
         "history": [history_item(s) for s in history],
@@ -110,6 +127,31 @@ def _render_exercise(
         "nav": "learn",
     }
     return render(request, "web/exercise.html", context, status=status)
+
+
+def _opening_code(
+    posted: str | None, draft: Draft | None, latest: Submission | None, starter: str
+) -> tuple[str, str]:
+    """(the code the editor opens with, where it comes from, in words)."""
+    if posted is not None:
+        return posted, "This is the code you sent."
+    if draft is not None:
+        return draft.code, f"Restored your unsent code (saved {when(draft.updated_at)})."
+    if latest is not None:
+        return latest.code, "Restored from your last submission."
+    return starter, "This is the starter code."
+
+
+@login_required
+@require_POST
+def exercise_draft(request: HttpRequest, module_slug: str, exercise_slug: str) -> JsonResponse:
+    """Keeps the editor's unsent code (posted by the page as the learner types)."""
+    _, exercise = _exercise_visible(request, module_slug, exercise_slug)
+    try:
+        draft = draft_save(learner=request.user, exercise=exercise, code=request.POST.get("code"))
+    except InvalidInput as error:
+        return JsonResponse({"errors": error.errors}, status=400)
+    return JsonResponse({"saved_at": draft.updated_at.isoformat(), "saved": when(draft.updated_at)})
 
 
 def _trusted_statement(html: str) -> SafeString:
@@ -198,6 +240,8 @@ def _status_payload(submission: Submission, *, request: HttpRequest | None) -> d
             max_score=submission.max_score,
             passed=None if feedback.status == HELD else submission.passed,
             held_for_review=submission.review == Submission.Review.HELD,
+            late=submission.late,
+            late_counts=submission.exercise.late_counts,
         )
         payload["feedback_html"] = render_to_string(
             "web/_feedback.html", {"fb": feedback}, request=request

@@ -20,6 +20,8 @@ from courses.models import Exercise
 from courses.selectors import module_objectives
 from grader.checks.diagnoses.catalogue import DIAGNOSES
 from grader.checks.registry import REGISTRY
+from submissions.late import late_policy_changes
+from web.deadlines import Schedule
 from web.manifest_form import FormRows, apply_form, form_rows
 from web.views.authoring.base import (
     author_url,
@@ -28,6 +30,7 @@ from web.views.authoring.base import (
     exercise_in,
     exercise_refusals,
 )
+from web.views.deadlines import late_policy_url
 
 NEW_FILE_KINDS = ("wrong", "alternatives", "cases.py")  # cases.py: function exercises
 
@@ -148,11 +151,15 @@ def _posted_files(request: HttpRequest, exercise: Exercise, *, toml: bool) -> di
 def schedule(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
     exercise = exercise_for(request, module_slug, exercise_slug, writes=True)
     with exercise_refusals(request):
+        release_at = _posted_time(request.POST.get("release_at", ""))
+        due_at = _posted_time(request.POST.get("due_at", ""))
+        late_counts = bool(request.POST.get("late_counts"))
+        if late_policy_changes(exercise=exercise, due_at=due_at, late_counts=late_counts):
+            # Scores would change: the instructor sees whose, and confirms, first.
+            schedule = Schedule(release_at, due_at, late_counts)
+            return redirect(late_policy_url(exercise.module, exercise, schedule))
         authoring.exercise_schedule_set(
-            exercise=exercise,
-            release_at=_posted_time(request.POST.get("release_at", "")),
-            due_at=_posted_time(request.POST.get("due_at", "")),
-            late_counts=bool(request.POST.get("late_counts")),
+            exercise=exercise, release_at=release_at, due_at=due_at, late_counts=late_counts
         )
         messages.success(request, "Dates saved.")
     return redirect(author_url(exercise.module, exercise))

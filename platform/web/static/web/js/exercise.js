@@ -92,7 +92,11 @@
       if (history && data.history_html !== undefined) { history.innerHTML = data.history_html; }
       var text = STATUS_TEXT[data.status] || data.status;
       if (data.status === "graded" && typeof data.score === "number") {
-        text = "Graded: " + data.score + " / " + data.max_score + (data.passed ? ", full marks." : ".");
+        var uncounted = data.late && !data.late_counts;
+        text = "Graded: " + data.score + " / " + data.max_score + (data.passed && !uncounted ? ", full marks." : ".");
+        if (data.late) {
+          text += uncounted ? " Submitted after the due date: it does not count towards your grade." : " Submitted after the due date: marked late.";
+        }
       }
       setStatus(statusBox, data.status, text);
       submitButton.disabled = false;
@@ -138,6 +142,138 @@
     return tick;
   }
 
+  // -- drafts: the unsent code, posted to the server as the learner types -------------
+  // (submissions.drafts: it survives a reload, another device and a new session). Until
+  // the server has it, the code is also kept in this browser's localStorage, so that what
+  // was typed after the session expired is saved once the learner has signed in again.
+  var DRAFT_DELAY_MS = 1200;
+
+  function readLocal(key) {
+    try {
+      var raw = window.localStorage.getItem(key);
+      return raw ? JSON.parse(raw) : null;
+    } catch (error) { return null; }
+  }
+
+  function writeLocal(key, value) {
+    try {
+      if (value === null) { window.localStorage.removeItem(key); } else { window.localStorage.setItem(key, JSON.stringify(value)); }
+    } catch (error) { /* storage full or disabled: the server copy is the one that counts */ }
+  }
+
+  function drafts(form, textarea, editor) {
+    var url = form.dataset.draftUrl;
+    var key = form.dataset.draftKey;
+    var bar = document.getElementById("draft-bar");
+    var status = document.getElementById("draft-status");
+    var timer = null;
+    var sent = textarea.value;
+
+    function current() { return editor ? editor.value() : textarea.value; }
+
+    function say(text) { if (status) { status.textContent = text; } }
+
+    function save() {
+      timer = null;
+      var code = current();
+      if (code === sent) { writeLocal(key, null); return; }
+      var body = new FormData();
+      body.append("code", code);
+      fetch(url, {
+        method: "POST",
+        body: body,
+        credentials: "same-origin",
+        headers: { "Accept": "application/json", "X-CSRFToken": csrfToken(form) }
+      })
+        .then(function (response) {
+          if (signedOut(response) || response.status === 403) {
+            say("Not saved: your session expired. Sign in again, then reload this page: this browser keeps the code until then.");
+            return;
+          }
+          if (!response.ok) {
+            return response.json().catch(function () { return null; }).then(function (data) {
+              say("Not saved: " + errorText(data));
+            });
+          }
+          return response.json().then(function (data) {
+            sent = code;
+            if (current() === code) { writeLocal(key, null); }
+            say("Draft saved " + data.saved + ".");
+          });
+        })
+        .catch(function () { say("Not saved: could not reach the server. This browser keeps the code."); });
+    }
+
+    function changed() {
+      writeLocal(key, { code: current(), at: new Date().toISOString() });
+      if (timer !== null) { window.clearTimeout(timer); }
+      timer = window.setTimeout(save, DRAFT_DELAY_MS);
+    }
+
+    function replace(text, words) {
+      if (editor) { editor.setValue(text); } else { textarea.value = text; textarea.dispatchEvent(new Event("input")); }
+      var origin = document.getElementById("editor-origin");
+      if (origin) { origin.textContent = words; }
+      say(words);
+    }
+
+    textarea.addEventListener("input", changed);
+    // Leaving the page (Back, a link, closing the tab) before the delay ran out: send now.
+    window.addEventListener("pagehide", function () {
+      if (timer === null || !navigator.sendBeacon) { return; }
+      window.clearTimeout(timer);
+      timer = null;
+      var body = new FormData();
+      body.append("code", current());
+      body.append("csrfmiddlewaretoken", csrfToken(form));
+      navigator.sendBeacon(url, body);
+    });
+    var starter = document.getElementById("starter-code");
+    var reset = document.getElementById("reset-starter");
+    if (reset && starter) {
+      reset.addEventListener("click", function () {
+        replace(JSON.parse(starter.textContent), "Starter code loaded" + (editor ? " (Ctrl+Z brings your code back)." : "."));
+        if (editor) { editor.focus(); }
+      });
+    }
+    if (bar) { bar.hidden = false; }
+
+    // Code typed here that the server never got (the session had expired): newer than the
+    // server's draft, it wins and is sent now.
+    var local = readLocal(key);
+    var serverAt = form.dataset.draftSavedAt ? Date.parse(form.dataset.draftSavedAt) : 0;
+    if (local && typeof local.code === "string" && local.code !== current() && Date.parse(local.at) > serverAt) {
+      replace(local.code, "Restored the code you typed before you signed in again.");
+      changed();
+    } else if (local) {
+      writeLocal(key, null);
+    }
+
+    return {
+      // The code just submitted is no longer a draft to restore.
+      submitted: function () { sent = current(); writeLocal(key, null); },
+      load: replace
+    };
+  }
+
+  // "Load this attempt into the editor": the attempt's code is the <pre> beside the button.
+  function attempts(history, keeper, editor) {
+    if (!history || !keeper) { return; }
+    function reveal() {
+      history.querySelectorAll(".attempt-actions").forEach(function (p) { p.hidden = false; });
+    }
+    reveal();
+    new MutationObserver(reveal).observe(history, { childList: true, subtree: true });
+    history.addEventListener("click", function (event) {
+      var button = event.target.closest(".load-attempt");
+      if (!button) { return; }
+      var code = document.getElementById("attempt-code-" + button.dataset.attempt);
+      if (!code) { return; }
+      keeper.load(code.textContent, "Loaded submission #" + button.dataset.attempt + (editor ? " (Ctrl+Z brings your code back)." : "."));
+      if (editor) { editor.focus(); } else { document.getElementById("id_code").focus(); }
+    });
+  }
+
   function errorText(data) {
     if (!data) { return "The submission was not accepted."; }
     if (data.error) { return data.error; }
@@ -157,6 +293,8 @@
     var history = document.getElementById("history");
     var editor = makeEditor(textarea, form, submitButton);
     document.documentElement.classList.add("js");
+    var keeper = form.dataset.draftUrl ? drafts(form, textarea, editor) : null;
+    attempts(history, keeper, editor);
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
@@ -190,6 +328,7 @@
             return;
           }
           setStatus(statusBox, result.data.status, statusText(result.data));
+          if (keeper) { keeper.submitted(); }
           // Accepted: the learner may submit again while this one is graded.
           submitButton.disabled = false;
           poller(result.data.status_url, statusBox, feedback, history, submitButton)();
