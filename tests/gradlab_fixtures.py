@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -118,20 +119,106 @@ def _catalog_package(slug: str) -> Any:
 def catalog(db: None) -> Any:
     """The course module holding CATALOG_SLUGS, loaded from exercises/ (only these
     packages, so another package being edited cannot break the tests), and an empty
-    other module. Returns the course module."""
+    other module. Returns the course module.
+
+    The first test of a process that needs it loads it through the services
+    (`module_sync`, `exercise_sync`) into empty tables; later ones get the very rows that
+    load wrote, written back whole (CatalogRows: ~10 queries instead of ~170, 17 ms of CPU
+    instead of 66: some 30 s of the fast lane's), as of their own start."""
     from django.db import transaction
 
     from courses.models import Module
+
+    with transaction.atomic():
+        rows = _CATALOG_ROWS[0] if _CATALOG_ROWS else None
+        if rows is not None and rows.tables_empty():
+            rows.write_back()
+        else:
+            written = CatalogRows.of_load(_catalog_load)
+            if written is not None and not _CATALOG_ROWS:
+                _CATALOG_ROWS.append(written)
+    return Module.objects.get(slug=MODULE_SLUG)
+
+
+def _catalog_load() -> None:
+    """The catalog through the services, as `prepare` loads exercises/."""
     from courses.services import exercise_sync, module_sync
 
     listing = _listing()
-    with transaction.atomic():
-        module = module_sync(slug=listing.slug, title=listing.title, objectives=listing.objectives)
-        for order, slug in enumerate(listing.exercises):
-            if slug in CATALOG_SLUGS:
-                exercise_sync(module=module, package=_catalog_package(slug), order=order)
-        module_sync(slug=OTHER_MODULE_SLUG, title="Other course", order=1)
-    return Module.objects.get(slug=listing.slug)
+    module = module_sync(slug=listing.slug, title=listing.title, objectives=listing.objectives)
+    for order, slug in enumerate(listing.exercises):
+        if slug in CATALOG_SLUGS:
+            exercise_sync(module=module, package=_catalog_package(slug), order=order)
+    module_sync(slug=OTHER_MODULE_SLUG, title="Other course", order=1)
+
+
+@dataclass(frozen=True)
+class CatalogRows:
+    """The rows one load of the catalog wrote into empty tables (every concrete model's,
+    each field as stored), and when it ran: written back in one insert per table, with
+    the same keys (rolled back or flushed since; the sequences are past them) and each
+    time the load stamped (created_at, published_at: inside [started, ended]) moved to
+    the time of the write-back. Fields a model gains are copied with the rest."""
+
+    tables: tuple[tuple[Any, tuple[dict[str, Any], ...]], ...]
+    started: datetime
+    ended: datetime
+
+    @classmethod
+    def of_load(cls, load: Callable[[], None]) -> CatalogRows | None:
+        """Runs `load`; its rows, or None when a table it wrote to was not empty before
+        (what it wrote then depends on what was there)."""
+        from django.utils import timezone
+
+        before = {model: _keys(model) for model in _concrete_models()}
+        started = timezone.now()
+        load()
+        ended = timezone.now()
+        tables = []
+        for model, keys in before.items():
+            new = model._base_manager.exclude(pk__in=keys).order_by("pk").values()
+            if not new:
+                continue
+            if keys:
+                return None
+            tables.append((model, tuple(new)))
+        return cls(tables=tuple(tables), started=started, ended=ended)
+
+    def tables_empty(self) -> bool:
+        return not any(model._base_manager.exists() for model, _ in self.tables)
+
+    def write_back(self) -> None:
+        """Inserts the rows (inside the caller's transaction: the foreign keys, deferred,
+        are checked together)."""
+        from django.utils import timezone
+
+        shift = timezone.now() - self.started
+        for model, rows in self.tables:
+            model._base_manager.bulk_create(
+                [model(**{k: self._moved(v, shift) for k, v in row.items()}) for row in rows]
+            )
+
+    def _moved(self, value: Any, shift: timedelta) -> Any:
+        if isinstance(value, datetime) and self.started <= value <= self.ended:
+            return value + shift
+        return value
+
+
+_CATALOG_ROWS: list[CatalogRows] = []  # this test process's, once the first load ran
+
+
+def _concrete_models() -> list[Any]:
+    from django.apps import apps
+
+    return [
+        model
+        for model in apps.get_models(include_auto_created=True)
+        if model._meta.managed and not model._meta.proxy
+    ]
+
+
+def _keys(model: Any) -> list[Any]:
+    return list(model._base_manager.values_list("pk", flat=True))
 
 
 def persona(username: str, *, module_slug: str | None = None, role: str = "", **flags: Any) -> Any:
@@ -296,6 +383,7 @@ def worker_queue(settings: Any) -> str:
     queue = f"grading-test-{os.getpid()}-{secrets.token_hex(3)}"
     settings.GRADLAB_QUEUE_CPU = queue
     settings.GRADLAB_QUEUE_GPU = queue
+    settings.GRADLAB_QUEUE_AUTHORING = queue
     return queue
 
 
@@ -327,6 +415,7 @@ def launch_worker(
         "REDIS_URL": settings.CELERY_BROKER_URL,
         "GRADLAB_QUEUE_CPU": queue,
         "GRADLAB_QUEUE_GPU": queue,
+        "GRADLAB_QUEUE_AUTHORING": queue,
         "GRADLAB_CACHE_DIR": str(cache_dir),
         "GRADLAB_VAR_DIR": str(folder / "var"),
         **extra_env,
@@ -411,6 +500,7 @@ def grading_worker(
         pytest.fail(f"the shared worker has exited:\n{shared_worker.output()}")
     settings.GRADLAB_QUEUE_CPU = shared_worker.queue
     settings.GRADLAB_QUEUE_GPU = shared_worker.queue
+    settings.GRADLAB_QUEUE_AUTHORING = shared_worker.queue
     purge_queue(shared_worker.queue)
     yield shared_worker
     purge_queue(shared_worker.queue)
