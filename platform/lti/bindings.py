@@ -4,9 +4,12 @@ a context bound to nothing opens, enrols and offers nothing."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
-from lti_tool.models import LtiDeployment, LtiLaunch
+from lti_tool.models import LtiContext, LtiDeployment, LtiLaunch
 
 from accounts.models import Enrollment
 from courses.models import Module
@@ -61,3 +64,50 @@ def binding_create(
         defaults={"origin": origin, "created_by": by},
     )
     return binding
+
+
+LINKED_HOW = {
+    ContextBinding.Origin.OPERATOR: "by the operator",
+    ContextBinding.Origin.DEEP_LINK: "by deep linking from the course",
+    ContextBinding.Origin.MIGRATION: "from launches before bindings existed",
+}
+
+
+@dataclass(frozen=True)
+class LmsLink:
+    """One LMS course bound to a module, as its instructors see it on Teach."""
+
+    platform: str  # the registration's name
+    issuer: str
+    deployment_id: str
+    deployment_seen_at: datetime  # registered by hand, or recorded at its first launch
+    context_id: str
+    course_title: str  # the LMS's title of the course, once it launched
+    linked_how: str  # how it was bound, in words
+    bound_at: datetime
+
+
+def module_lms_links(*, module_id: int) -> list[LmsLink]:
+    """The LMS courses (deployment and context) bound to the module, newest first."""
+    bindings = (
+        ContextBinding.objects.filter(module_id=module_id)
+        .select_related("deployment__registration")
+        .order_by("-created_at", "-id")
+    )
+    titles = {
+        (context.deployment_id, context.id_on_platform): context.title or context.label
+        for context in LtiContext.objects.filter(deployment__gradlab_bindings__module_id=module_id)
+    }
+    return [
+        LmsLink(
+            platform=binding.deployment.registration.name,
+            issuer=binding.deployment.registration.issuer,
+            deployment_id=binding.deployment.deployment_id,
+            deployment_seen_at=binding.deployment.datetime_created,
+            context_id=binding.context_id,
+            course_title=titles.get((binding.deployment_id, binding.context_id), ""),
+            linked_how=LINKED_HOW.get(binding.origin, binding.origin),
+            bound_at=binding.created_at,
+        )
+        for binding in bindings
+    ]

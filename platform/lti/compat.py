@@ -165,6 +165,11 @@ class GradlabMessageLaunch(DjangoMessageLaunch):
             raise LtiException("id_token has several audiences and azp is not this tool")
         return self
 
+    def get_registration(self) -> Registration | None:
+        """The platform's registration, once validate_registration found it (a restored
+        launch finds it too)."""
+        return self._registration
+
     def validate_deployment(self) -> GradlabMessageLaunch:
         """A deployment of a registered platform that is new to us is recorded now (its
         id_token's signature is checked by then): lti.deployments."""

@@ -25,13 +25,17 @@ from pylti1p3.lineitem import LineItem
 
 from courses.models import Exercise, Module
 from courses.selectors import exercise_list
+from integrations import egress
 from lti.bindings import binding_create, context_id_of, modules_of_launch, modules_taught_in_gradlab
-from lti.compat import GradlabMessageLaunch, ToolConfig
+from lti.compat import GradlabMessageLaunch, ToolConfig, service_origins
 from lti.models import ContextBinding
 from lti.oidc import CookielessCacheStorage
 
 SESSION_KEY = "gradlab_lti_deep_link"
 SETTINGS_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+CANVAS_CLOUD_ORIGINS = frozenset(
+    egress.origin_of(f"https://canvas.{zone}instructure.com") for zone in ("", "beta.", "test.")
+)
 
 
 class DeepLinkError(Exception):
@@ -53,11 +57,36 @@ def choices(lti_launch: LtiLaunch, user: User) -> QuerySet[Exercise]:
 
 
 def return_url_of(launch: GradlabMessageLaunch) -> str:
-    """The signed deep_link_return_url, checked (checked_return_url); DeepLinkError if the
-    platform sent none or one that is not a plain https address."""
+    """The signed deep_link_return_url, checked (checked_return_url) and on the platform
+    that signed it (return_url_is_the_platforms); DeepLinkError if the platform sent none,
+    one that is not a plain https address, or one elsewhere."""
     settings_claim = launch.get_launch_data().get(SETTINGS_CLAIM)
     raw = settings_claim.get("deep_link_return_url") if isinstance(settings_claim, dict) else None
-    return checked_return_url(raw)
+    url = checked_return_url(raw)
+    registration = launch.get_registration()
+    if registration is None or not return_url_is_the_platforms(
+        url, service_origins(registration), str(registration.get_issuer() or "")
+    ):
+        raise DeepLinkError(
+            "The LMS asked for the selection to go to an address that is not its own: "
+            "start it again from your LMS."
+        )
+    return url
+
+
+def return_url_is_the_platforms(url: str, origins: frozenset[str], issuer: str) -> bool:
+    """Whether `url` is on one of the registration's origins (its issuer, login, token and
+    key set URLs, and GRADLAB_LTI_SERVICE_ORIGINS' for it), or, for Canvas Cloud, on an
+    institution's https subdomain of instructure.com (Canvas signs the school's domain)."""
+    if egress.origin_of(url) in origins:
+        return True
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    return (
+        egress.origin_of(issuer) in CANVAS_CLOUD_ORIGINS
+        and parts.scheme == "https"
+        and host.endswith(".instructure.com")
+    )
 
 
 def accepts_several(launch: GradlabMessageLaunch) -> bool:

@@ -198,3 +198,41 @@ def test_two_items_for_a_dialog_that_takes_one_are_refused_and_nothing_is_bound(
     assert b"takes one exercise here" in answer.content
     assert ContextBinding.objects.count() == bound_before
     assert platform.deep_link_responses == []
+
+
+def test_a_return_url_on_a_host_that_is_not_the_platforms_is_refused(
+    launch: Callable[..., Any], platform: FakePlatform
+) -> None:
+    from django.test import Client
+
+    claims = platform.deep_link_claims()
+    claims[DL + "deep_linking_settings"]["deep_link_return_url"] = "https://elsewhere.test/r"
+    browser = Client()
+
+    flow = launch(client=browser, roles=[INSTRUCTOR], sub="teacher-1", **claims)
+
+    assert flow.response.status_code == 400
+    assert "not its own" in flow.response.content.decode()
+    assert "_auth_user_id" not in browser.session
+
+
+@pytest.mark.parametrize(
+    ("url", "issuer", "allowed"),
+    [
+        ("https://lms.example.test/return", "https://lms.example.test", True),
+        ("https://lms.example.test:8443/return", "https://lms.example.test", False),
+        ("https://school.instructure.com/courses/1/dl", "https://canvas.instructure.com", True),
+        ("https://instructure.com.evil.test/r", "https://canvas.instructure.com", False),
+        ("http://school.instructure.com/r", "https://canvas.instructure.com", False),
+        ("https://school.instructure.com/r", "https://lms.example.test", False),
+    ],
+)
+def test_a_return_url_must_be_on_the_registrations_origins_or_canvas_clouds_schools(
+    url: str, issuer: str, allowed: bool
+) -> None:
+    from integrations import egress
+    from lti.deep_linking import return_url_is_the_platforms
+
+    origins = frozenset({egress.origin_of(issuer)})
+
+    assert return_url_is_the_platforms(url, origins, issuer) is allowed

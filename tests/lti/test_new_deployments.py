@@ -101,3 +101,33 @@ def test_a_forged_launch_records_no_deployment(
 
     assert flow.response.status_code == 403
     assert not LtiDeployment.objects.filter(deployment_id="forged").exists()
+
+
+def test_the_teach_page_lists_the_lms_courses_and_deployments_linked_to_the_module(
+    launch: Callable[..., Any], platform: FakePlatform, registration: Any, catalog: Any,
+    bob_instructor: Any, carol_other_course: Any,
+) -> None:  # fmt: skip
+    from django.test import Client
+    from django.urls import reverse
+    from lti_tool.models import LtiDeployment
+
+    from lti.models import ContextBinding
+
+    launch(tamper=_from_deployment(platform, "installed-later"))
+    ContextBinding.objects.create(
+        deployment=LtiDeployment.objects.get(deployment_id="installed-later"),
+        context_id="course-9",
+        module=catalog,
+        origin="operator",
+    )
+    teacher, stranger = Client(), Client()
+    teacher.force_login(bob_instructor)
+    stranger.force_login(carol_other_course)
+
+    page = teacher.get(reverse("web:teach_module", args=[catalog.slug])).content.decode()
+
+    assert "LMS courses linked to this module" in page
+    assert "installed-later" in page and "course-9" in page and "by the operator" in page
+    assert "deployment-1" in page and COURSE_ID in page  # the registration fixture's binding
+    other = stranger.get(reverse("web:teach_module", args=["other-course"]))
+    assert b"installed-later" not in other.content

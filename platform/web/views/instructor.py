@@ -18,6 +18,7 @@ from authoring.jobs import exercise_job_create
 from courses.access import module_get_taught, module_member_get
 from courses.models import ExerciseJob
 from courses.selectors import exercise_get_in_module
+from lti.bindings import module_lms_links
 from lti.passback import score_failures
 from submissions.late import extensions_of
 from submissions.mastery import SHOWN, class_mastery, learner_mastery_of
@@ -49,6 +50,7 @@ def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
         "grades": grades,
         "max_total": sum(e.points for e in exercises),
         "lms_failures": score_failures(module_id=module.pk),
+        "lms_links": module_lms_links(module_id=module.pk),
         "nav": "teach",
     }
     return render(request, "web/teach_module.html", context)
