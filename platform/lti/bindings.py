@@ -66,7 +66,7 @@ def binding_create(
     return binding
 
 
-LINKED_HOW = {
+LINKED_HOW: dict[str, str] = {
     ContextBinding.Origin.OPERATOR: "by the operator",
     ContextBinding.Origin.DEEP_LINK: "by deep linking from the course",
     ContextBinding.Origin.MIGRATION: "from launches before bindings existed",
