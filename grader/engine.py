@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from grader.cache import ReferenceCache
 from grader.capture import Capture
+from grader.checks.budget import grading_budget
 from grader.protocol import Report
 from grader.runs.base import combine_runs
 from grader.runs.devices import learner_device_runs
@@ -85,7 +86,22 @@ def grade_with_capture(
     by them): grader.runs.second, grader/rewrite.py.
 
     Each check passes only where it passes in every run that judges it
-    (`grader.runs.base.combine_runs`)."""
+    (`grader.runs.base.combine_runs`).
+
+    Judging the submission's runs has one CPU budget (grader.checks.budget): the checks
+    it does not reach score 0 and the report's message says "grading budget exceeded";
+    the submission is graded all the same, never retried as an infrastructure fault."""
+    with grading_budget():
+        return _graded(job, sandbox, cache, reference, scaled)
+
+
+def _graded(
+    job: GradeJob,
+    sandbox: Sandbox,
+    cache: ReferenceCache | None,
+    reference: Capture | None,
+    scaled: ScaledReference | None,
+) -> tuple[Report, Capture | None]:
     package = job.package
     if reference is None:
         reference = reference_capture(

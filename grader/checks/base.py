@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.capture import Capture
+from grader.checks.budget import BUDGET_EXCEEDED, budget_spent
 from grader.checks.diagnoses import catalogue, run
 from grader.checks.options import CheckOptions
 from grader.checks.trials import Trial, trials
@@ -46,6 +47,15 @@ def failed(message: str, diagnosis: str = "wrong-value", **data: Any) -> Outcome
     return Outcome(False, message, diagnosis, data)
 
 
+BUDGET_SLUG = "grading-budget-exceeded"
+
+
+def over_budget() -> Outcome:
+    """A check not reached within the grading CPU budget (grader.checks.budget): 0
+    points, the submission still graded."""
+    return failed(BUDGET_EXCEEDED, BUDGET_SLUG, budget_exceeded=True)
+
+
 def each_trial(
     learner: Capture,
     reference: Capture,
@@ -64,6 +74,8 @@ def each_trial(
         return failed(f"{undefined[0]} is not defined", "missing-name")
     count = 0
     for trial in trials(learner, reference):
+        if budget_spent():
+            return over_budget()
         outcome = check(trial)
         count += 1
         if not outcome.passed:

@@ -15,7 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 from grader.capture import Capture
-from grader.checks.base import CheckSpec, Outcome
+from grader.checks.base import CheckSpec, Outcome, over_budget
+from grader.checks.budget import budget_spent
 from grader.checks.construction import (
     ExactOptions,
     ExactValuesOptions,
@@ -115,7 +116,11 @@ def parse_options(check_type: str, raw: Mapping[str, Any], context: OptionContex
 
 def run_check(spec: CheckSpec, learner: Capture, reference: Capture) -> Outcome:
     """Runs one check. Any exception it raises on these captures is a failed outcome with
-    `grading_error` set (never an infrastructure retry, never a crash of the report)."""
+    `grading_error` set (never an infrastructure retry, never a crash of the report).
+    Once the grading CPU budget is spent, a check is not run: it scores 0, "grading
+    budget exceeded" (grader.checks.budget)."""
+    if budget_spent():
+        return over_budget()
     try:
         return REGISTRY[spec.type].run(learner, reference, spec)
     except Exception as error:  # the learner's data must not crash grading

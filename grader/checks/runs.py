@@ -150,10 +150,17 @@ def _graded_calls(
     calls reach (the graded leaves): a throw-away backward of an unrelated tensor, next to
     a typed-in .grad, is not one. A call whose graph was not walked counts; so does every
     call when the reference's reach no tracked tensor (nothing to tell them by)."""
-    graded = {name for call in theirs for name in call.graph or () if call.reaches(name)}
+    graded = {name for call in theirs for name in _reached(call)}
     if not graded:
         return tuple(mine)
-    return tuple(call for call in mine if any(call.reaches(n) is not False for n in graded))
+    return tuple(call for call in mine if call.graph is None or graded & _reached(call))
+
+
+def _reached(call: BackwardCall) -> set[str]:
+    """The tracked names `call`'s gradient reached (`BackwardCall.reaches`, as one set:
+    linear in the call's record, where asking per name scans its graph each time)."""
+    reached = set(call.graph or ())
+    return reached if call.inputs is None else reached & set(call.inputs)
 
 
 def check_grad_history(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:

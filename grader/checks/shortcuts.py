@@ -102,10 +102,12 @@ def check_same_leaf(learner: Capture, reference: Capture, spec: CheckSpec) -> Ou
 
     def one(trial: Trial) -> Outcome:
         mine, theirs = trial.ok_learner_calls, trial.ok_reference_calls
-        names = options.names or sorted({n for call in theirs for n in call.identities})
+        held_theirs = shortcuts.objects_held(theirs)
+        held_mine = shortcuts.objects_held(mine)
+        names = options.names or sorted(held_theirs)
         for name in names:
-            if shortcuts.recreated(mine, theirs, name):
-                held = shortcuts.objects_held(mine, name)
+            if shortcuts.recreated(held_mine, held_theirs, name):
+                held = held_mine[name]
                 return failed(
                     f"{name} was a new tensor at {held - 1} of the {len(mine)} backward "
                     f"calls: update {name} in place under torch.no_grad() (e.g. "

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from grader.capture import TENSOR_ELEMENTS
+from grader.checks.budget import BUDGET_EXCEEDED
 from grader.checks.integrity import limited
 from grader.protocol import (
     FRAME_OVERHEAD_BYTES,
@@ -88,8 +89,11 @@ def combine_runs(runs: Sequence[LabelledRun]) -> Report:
         checks.append(check)
     score = sum(c.score for c in checks)
     exception = next((run.report.exception for run in runs if run.report.exception), None)
+    # a later run's note that the grading budget ran out wins over the first's message
+    noted = (run.report.message for run in runs if BUDGET_EXCEEDED in run.report.message)
     return replace(
         first,
+        message=next(noted, first.message),
         score=score,
         passed=score == first.max_score,
         checks=tuple(checks),

@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 from grader.capture import Capture, CaptureError, parse_result
+from grader.checks.budget import BUDGET_EXCEEDED
 from grader.protocol import (
     Envelope,
     IntegrityFlag,
@@ -90,9 +91,23 @@ def learner_run(
     if _memory_error(learner):
         return failed_report(package, _memory(limits), runtime, duration, learner), learner
     report = build_report(package, learner, reference, runtime, duration)
+    notes = [budget_note(report)] if judged_over_budget(report) else []
     if learner.output_truncated:  # cut, never failed: the checks judge what was kept
-        report = replace(report, message=output_cut_note(limits))
+        notes.append(output_cut_note(limits))
+    if notes:
+        report = replace(report, message="; ".join(notes))
     return report, learner
+
+
+def judged_over_budget(report: Report) -> bool:
+    """Did some check of this report go unjudged, the grading CPU budget spent?"""
+    return any(check.data.get("budget_exceeded") for check in report.checks)
+
+
+def budget_note(report: Report) -> str:
+    """The graded report's note when the grading budget ran out (grader.checks.budget)."""
+    missed = sum(1 for check in report.checks if check.data.get("budget_exceeded"))
+    return f"{BUDGET_EXCEEDED}: {missed} of {len(report.checks)} checks were not reached (0 points)"
 
 
 def failure_message(result: SandboxResult, limits: Limits) -> str:

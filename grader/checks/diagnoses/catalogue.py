@@ -284,6 +284,12 @@ DIAGNOSES: Mapping[str, Diagnosis] = _registry(
         "so anything holding the old one (an optimizer, a model) never sees the update.",
     ),
     Diagnosis(
+        "grading-budget-exceeded",
+        "Grading budget exceeded",
+        "Judging your run took the grader more than its CPU budget, so this check was not "
+        "reached: make fewer backward calls or record fewer tensors.",
+    ),
+    Diagnosis(
         "crashed",
         "Your code raised an error",
         "Your code stopped with an exception: read the error message and the line it names.",

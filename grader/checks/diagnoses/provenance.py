@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 
 from grader.capture import BackwardCall, DictValue, ModuleValue, Provenance, TensorValue, Value
@@ -38,11 +39,41 @@ def _same(got: TensorValue | None, want: TensorValue | None) -> bool:
     return compare_tensors(got, want, Tolerance()) is None
 
 
+# autograd.grad results a grad is compared with inside the tolerance, per key (the most
+# recent ones); every earlier result still counts when it is an exact copy (a hash): a
+# capture of MAX_CALLS calls costs linear work, not one comparison per pair of calls.
+RESULTS_COMPARED = 16
+
+
+def _fingerprint(grad: TensorValue) -> tuple[object, ...]:
+    return (grad.shape, grad.dtype, grad.device_type, grad.data)
+
+
+class _Results:
+    """The autograd.grad results of one name seen so far, for `_explains`."""
+
+    def __init__(self) -> None:
+        self._exact: dict[str, set[tuple[object, ...]]] = {}
+        self._recent: dict[str, deque[TensorValue]] = {}
+
+    def add(self, grads: dict[str, TensorValue | None]) -> None:
+        for key, grad in grads.items():
+            if grad is None:
+                continue
+            self._exact.setdefault(key, set()).add(_fingerprint(grad))
+            self._recent.setdefault(key, deque(maxlen=RESULTS_COMPARED)).append(grad)
+
+    def holds(self, grad: TensorValue, key: str) -> bool:
+        if _fingerprint(grad) in self._exact.get(key, ()):
+            return True
+        return any(_same(grad, result) for result in self._recent.get(key, ()))
+
+
 def _explains(
     grad: TensorValue | None,
     key: str,
     left: dict[str, TensorValue | None] | None,
-    results: Sequence[dict[str, TensorValue | None]],
+    results: _Results,
 ) -> bool:
     """`grad` is None or cleared, what autograd `left` there, or an autograd.grad result
     (or data-less, on the meta device: there is nothing to judge)."""
@@ -50,7 +81,7 @@ def _explains(
         return True
     if left is not None and key in left and _same(grad, left[key]):
         return True
-    return any(key in r and _same(grad, r[key]) for r in results)
+    return results.holds(grad, key)
 
 
 def _chain_explained(name: str, calls: Sequence[BackwardCall]) -> bool:
@@ -58,10 +89,10 @@ def _chain_explained(name: str, calls: Sequence[BackwardCall]) -> bool:
     cleared, what the previous accumulating call left, or an autograd.grad result: a grad
     written by hand and then topped up by a throw-away backward is not."""
     left: dict[str, TensorValue | None] | None = None
-    results: list[dict[str, TensorValue | None]] = []
+    results = _Results()
     for call in calls:
         if name in call.results:
-            results.append(_grads_of(call.results[name]))
+            results.add(_grads_of(call.results[name]))
         if not call.accumulates:
             continue
         if name not in call.grads_before or name not in call.grads_after:
@@ -98,9 +129,12 @@ def grad_explained(
             if name not in accumulating[-1].grads_after:
                 return None
             left = _grads_of(accumulating[-1].grads_after[name])
-    results = [_grads_of(c.results[name]) for c in calls if name in c.results]
+    results = _Results()
+    for call in calls:
+        if name in call.results:
+            results.add(_grads_of(call.results[name]))
     if provenance is not None and name in provenance.grad_results:
-        results.append(_grads_of(provenance.grad_results[name]))
+        results.add(_grads_of(provenance.grad_results[name]))
     if not all(_explains(final, key, left, results) for key, final in finals.items()):
         return False
     return _chain_explained(name, calls)

@@ -5,6 +5,7 @@ they read (`accumulated`, `stale_names`, `no_backward`, ...)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -145,12 +146,17 @@ def copied_too_early(trial: Trial, got: Value, tolerance: Tolerance) -> bool:
     mine = [c for c in trial.ok_learner_calls if c.accumulates]
     if len(mine) < 2:
         return False
-    for name, last in mine[-1].grads_after.items():
-        if not isinstance(last, TensorValue) or _close(got, last, tolerance):
-            continue
-        for call in mine[:-1]:
-            earlier = call.grads_after.get(name)
-            if isinstance(earlier, TensorValue) and _close(got, earlier, tolerance):
+    moved = {
+        name
+        for name, last in mine[-1].grads_after.items()
+        if isinstance(last, TensorValue) and not _close(got, last, tolerance)
+    }
+    # one pass over what the earlier calls recorded (linear in the capture, not names x calls)
+    for call in mine[:-1]:
+        for name, earlier in call.grads_after.items():
+            if name not in moved or not isinstance(earlier, TensorValue):
+                continue
+            if _close(got, earlier, tolerance):
                 return True
     return False
 
@@ -208,20 +214,46 @@ def grad_from_other_root(trial: Trial, name: str) -> bool:
     roots, _ = _reference_roots(trial)
     if not roots:
         return False
-    losses = [c.loss for c in trial.ok_reference_calls if c.loss is not None]
+    losses = _Losses([c.loss for c in trial.ok_reference_calls if c.loss is not None])
     for call in trial.ok_learner_calls:
         if not (call.reaches(name) and (call.accumulates or name in call.results)):
             continue
         assert call.graph is not None  # reaches() is True only with a known graph
         if roots & set(call.graph) or call.loss is None:
             continue
-        if not any(_close_loss(call.loss, want) for want in losses):
+        if not losses.near(call.loss):
             return True
     return False
 
 
 def _close_loss(got: float, want: float) -> bool:
-    return all_close([got], [want], 1.3e-6, 1e-5)
+    return all_close([got], [want], LOSS_RTOL, LOSS_ATOL)
+
+
+LOSS_RTOL, LOSS_ATOL = 1.3e-6, 1e-5
+
+
+def _close_loss_any(value: float, among: Sequence[float]) -> bool:
+    return any(_close_loss(value, other) for other in among)
+
+
+class _Losses:
+    """The reference's losses, sorted: is a loss within `_close_loss` of one of them, in
+    O(log n) (a learner call each, not one comparison per pair of calls). The closeness
+    |a - b| <= atol + rtol * |b| (rtol < 1) holds for the nearest value on a side if it
+    holds for any value on that side, so the two neighbours decide."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self._finite = sorted(v for v in values if math.isfinite(v))
+        other = [v for v in values if not math.isfinite(v)]
+        self._other = [v for v in (math.nan, math.inf, -math.inf) if _close_loss_any(v, other)]
+
+    def near(self, got: float) -> bool:
+        if not math.isfinite(got):
+            return any(_close_loss(got, want) for want in self._other)
+        at = bisect.bisect_left(self._finite, got)
+        around = self._finite[max(at - 1, 0) : at + 1]
+        return any(_close_loss(got, want) for want in around)
 
 
 def off_root(trial: Trial) -> bool:

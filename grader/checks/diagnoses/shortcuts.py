@@ -28,13 +28,18 @@ def reusing(calls: Sequence[BackwardCall]) -> int:
     return sum(call.graph_reused is not False for call in calls)
 
 
-def objects_held(calls: Sequence[BackwardCall], name: str) -> int:
-    """How many distinct tensor objects `name` held at these calls (1: the same tensor
-    all along; 0: never a tensor at a call)."""
-    return len({call.identities[name] for call in calls if name in call.identities})
+def objects_held(calls: Sequence[BackwardCall]) -> dict[str, int]:
+    """How many distinct tensor objects each name held at these calls (1: the same tensor
+    all along; a name never a tensor at a call is absent): one pass over the calls."""
+    serials: dict[str, set[int]] = {}
+    for call in calls:
+        for name, serial in call.identities.items():
+            serials.setdefault(name, set()).add(serial)
+    return {name: len(found) for name, found in serials.items()}
 
 
-def recreated(mine: Sequence[BackwardCall], theirs: Sequence[BackwardCall], name: str) -> bool:
+def recreated(mine: dict[str, int], theirs: dict[str, int], name: str) -> bool:
     """The reference keeps one tensor under `name` at every call, the learner's run held
-    more than one there (a new leaf made each step instead of an in-place update)."""
-    return objects_held(theirs, name) == 1 and objects_held(mine, name) > 1
+    more than one there (a new leaf made each step instead of an in-place update);
+    `mine`, `theirs`: `objects_held` of each run's calls."""
+    return theirs.get(name, 0) == 1 and mine.get(name, 0) > 1
