@@ -71,6 +71,31 @@ class Submission(models.Model):
         return f"submission {self.pk} ({self.status})"
 
 
+class ReviewDecision(models.Model):
+    """One integrity-review decision on a submission held for review: who, when and what.
+    Kept when the decision is undone (the undo is a decision of its own)."""
+
+    class Action(models.TextChoices):
+        RELEASED = "released", "released"
+        REJECTED = "rejected", "rejected"
+        UNDONE = "undone", "undid the decision"
+
+    submission = models.ForeignKey(
+        Submission, on_delete=models.CASCADE, related_name="review_decisions"
+    )
+    action = models.CharField(max_length=16, choices=Action.choices)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["decided_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} submission {self.submission_id}"
+
+
 class CheckResult(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="checks")
     order = models.PositiveIntegerField()

@@ -33,7 +33,7 @@ from grader.protocol import ExerciseError, InfrastructureError, Report
 from grading import bridge
 from submissions import signals
 from submissions.late import due_for
-from submissions.models import CheckResult, Submission
+from submissions.models import CheckResult, ReviewDecision, Submission
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ MESSAGE_LOST = (
 )
 Status = Submission.Status
 Review = Submission.Review
-REVIEW_DECISIONS = {"release": Review.RELEASED, "reject": Review.REJECTED}
+REVIEW_DECISIONS = {"release": Review.RELEASED, "reject": Review.REJECTED, "undo": Review.HELD}
 
 
 # -- create ------------------------------------------------------------------------------
@@ -441,35 +441,76 @@ def _score_change(submission: Submission, fields: dict[str, Any]) -> ScoreChange
 # -- integrity review ------------------------------------------------------------------
 
 
-def submission_review(
+def submission_review_check(
     *, submission_id: int, module: Module, reviewer: AnyUser, decision: str
 ) -> Submission:
-    """An instructor of `module` decides on a submission held for review: "release" (the
-    grader's score counts) or "reject" (score 0). Who and when are kept on the row."""
+    """The submission that `decision` ("release", "reject" or "undo") would act on, with
+    nothing changed: the confirmation step shows it. Refuses what submission_review would."""
     review = REVIEW_DECISIONS.get(decision)
     if review is None:
-        raise InvalidInput({"decision": "Decide with 'release' or 'reject'."})
+        raise InvalidInput({"decision": "Decide with 'release', 'reject' or 'undo'."})
     if not module_is_taught_by(module_id=module.pk, user=reviewer):
         raise NotFound(f"No submission {submission_id}.")
     submission = Submission.objects.filter(pk=submission_id, exercise__module=module).first()
     if submission is None:
         raise NotFound(f"No submission {submission_id}.")
+    if submission.status != Status.GRADED or submission.review not in _REVIEWABLE[review]:
+        raise Conflict(_NOT_REVIEWABLE[review].format(id=submission_id))
+    return submission
+
+
+def submission_review(
+    *, submission_id: int, module: Module, reviewer: AnyUser, decision: str
+) -> Submission:
+    """An instructor of `module` decides on a submission held for review: "release" (the
+    grader's score counts) or "reject" (score 0); or "undo" puts a decided one back on
+    hold. Who and when are kept on the row, and each decision in its ReviewDecision log."""
+    submission = submission_review_check(
+        submission_id=submission_id, module=module, reviewer=reviewer, decision=decision
+    )
+    review = REVIEW_DECISIONS[decision]
     with transaction.atomic():
         decided = Submission.objects.filter(
-            pk=submission_id, status=Status.GRADED, review=Review.HELD
-        ).update(
-            review=review,
-            reviewed_by_id=reviewer.pk,
-            reviewed_at=timezone.now(),
-            **_decided_score(submission, review),
-        )
+            pk=submission_id, status=Status.GRADED, review__in=_REVIEWABLE[review]
+        ).update(review=review, **_decided_fields(submission, review, reviewer))
         if decided != 1:
-            raise Conflict(f"Submission {submission_id} is not held for review.")
+            raise Conflict(_NOT_REVIEWABLE[review].format(id=submission_id))
+        ReviewDecision.objects.create(
+            submission_id=submission_id, action=_LOGGED_AS[review], decided_by_id=reviewer.pk
+        )
         _tell_integrations(submission_id)
-    logger.info("submission %s %s after review by %s", submission_id, review,
+    logger.info("submission %s %s after review by %s", submission_id, review or "held again",
                 reviewer.get_username())  # fmt: skip
     submission.refresh_from_db()
     return submission
+
+
+# The review a decision leads to -> the reviews it may start from.
+_REVIEWABLE = {
+    Review.RELEASED: (Review.HELD,),
+    Review.REJECTED: (Review.HELD,),
+    Review.HELD: (Review.RELEASED, Review.REJECTED),  # an undo
+}
+_NOT_REVIEWABLE = {
+    Review.RELEASED: "Submission {id} is not held for review.",
+    Review.REJECTED: "Submission {id} is not held for review.",
+    Review.HELD: "Submission {id} has no review decision to undo.",
+}
+_LOGGED_AS = {
+    Review.RELEASED: ReviewDecision.Action.RELEASED,
+    Review.REJECTED: ReviewDecision.Action.REJECTED,
+    Review.HELD: ReviewDecision.Action.UNDONE,
+}
+
+
+def _decided_fields(submission: Submission, review: str, reviewer: AnyUser) -> dict[str, Any]:
+    if review == Review.HELD:  # undone: held again, no score, nobody decided yet
+        return {"score": None, "passed": None, "reviewed_by_id": None, "reviewed_at": None}
+    return {
+        "reviewed_by_id": reviewer.pk,
+        "reviewed_at": timezone.now(),
+        **_decided_score(submission, review),
+    }
 
 
 def _decided_score(submission: Submission, review: str) -> dict[str, Any]:

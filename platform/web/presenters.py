@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import zip_longest
 from typing import Any
@@ -28,6 +28,7 @@ from web.deadlines import late_note
 STDOUT_DISPLAY_CHARS = 20_000  # the grader caps stdout too; this keeps the page light
 TRACEBACK_DISPLAY_CHARS = 8_000
 VALUE_DISPLAY_CHARS = 400  # one cell of the expected-vs-yours table
+TRUNCATED_MARK = "[output truncated]"  # grader.report.TRUNCATED, without its newlines
 NO_VALUE = "\u2013"  # an en dash: no value at this step
 DONE_STATUSES = frozenset({Submission.Status.GRADED, Submission.Status.FAILED})
 HELD = "held"  # a graded submission held for review (Submission.Review.HELD)
@@ -44,9 +45,25 @@ STATUS_LABELS = {
     "failing": "failing",
     "passed": "passed",
 }
+# The one diagnosis that names no mistake: never shown beside a specific one.
+GENERIC_DIAGNOSIS = "wrong-value"
+# An exception that stopped the run: shown once, first, and not again in each check.
+CRASH_DIAGNOSIS = "crashed"
+STOPPED_BY_ERROR = "not reached: your code stopped with the error shown above"
+CLAIM_NOTE = (
+    "This point rests on what your code reported about itself, not on inputs it could not "
+    "know in advance (grader/FORMAT.md, section 7)."
+)
+# What ran out, by the words of a failed run's message (grader.runs.learner).
+RAN_OUT = (
+    ("time limit", "Time ran out"),
+    ("memory limit", "Memory ran out"),
+    ("output limit", "Too much output"),
+)
 HELD_MESSAGE = (
-    "This submission is held for review by an instructor. Its score appears here once "
-    "they have looked at it."
+    "This submission is held for review: the grader noticed something an instructor must "
+    "look at. It has no score and does not count yet; its score and feedback appear here "
+    "once they have decided."
 )
 
 
@@ -67,6 +84,7 @@ class CheckView:
     diagnosis: str
     hint: str
     values: tuple[ValueRow, ...]
+    claim: str = ""  # why this point rests on what the code reported about itself
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,17 @@ class ExceptionView:
     message: str
     line: int | None
     traceback: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class StopView:
+    """A run that did not finish: what ran out, and where the code was when the report
+    says so (the line of an exception, or the last line it printed)."""
+
+    title: str
+    message: str
+    where: str
 
 
 @dataclass(frozen=True)
@@ -109,11 +138,14 @@ class Feedback:
     # For those who teach the module only: the integrity review and the grader's reasons.
     review_label: str = ""
     review_flags: tuple[tuple[str, str], ...] = ()
+    # Held for review, seen by one who teaches the module: the score is the grader's, not final.
+    held: bool = False
     # "note": `message` remarks on a graded run (its output was cut); "alert": why it failed.
     message_role: str = "alert"
     # Made after the due date: what that does to its score (web.deadlines.late_note).
     late_note: str = ""
     late_uncounted: bool = False  # late, and the exercise's late submissions do not count
+    stop: StopView | None = None  # the run did not finish (a limit ran out, no result)
 
     @property
     def failed_count(self) -> int:
@@ -152,9 +184,12 @@ def feedback_for(
     # A row written before input was checked may hold lone surrogates: shown as U+FFFD.
     report: Mapping[str, Any] = scrub(submission.report or {})
     done = submission.status in DONE_STATUSES
-    checks = tuple(_check_view(raw) for raw in report.get("checks", ()))
+    exception = _exception(report.get("exception"))
+    checks = tuple(_check_view(raw, exception) for raw in report.get("checks", ()))
     stdout = str(report.get("stdout") or "")
     curves = _curves(report.get("curves"))
+    diagnoses = _diagnoses(checks, stored_manifest(submission.version))
+    stop = _stop(submission, report, exception, stdout)
     return Feedback(
         id=submission.pk,
         status=submission.status,
@@ -163,13 +198,13 @@ def feedback_for(
         score=float(_score(submission, report)),
         max_score=float(submission.max_score or submission.exercise.points),
         passed=bool(submission.passed),
-        message=_run_message(submission, report),
+        message="" if stop is not None else _run_message(submission, report),
         checks=checks,
-        diagnoses=_diagnoses(checks, stored_manifest(submission.version)),
+        diagnoses=_shown_diagnoses(diagnoses, exception),
         stdout=stdout[:STDOUT_DISPLAY_CHARS],
         stdout_truncated=len(stdout) > STDOUT_DISPLAY_CHARS or bool(report.get("stdout_truncated")),
         stdout_cap=STDOUT_DISPLAY_CHARS,
-        exception=_exception(report.get("exception")),
+        exception=_with_hint(exception, diagnoses),
         curves=curves,
         curve_rows=_curve_rows(curves),
         created_at=submission.created_at,
@@ -177,9 +212,11 @@ def feedback_for(
         detail_url=reverse("web:submission", args=[submission.pk]),
         review_label=submission.get_review_display() if show_review and submission.review else "",
         review_flags=integrity_flags(report) if show_review and submission.review else (),
+        held=submission.review == Submission.Review.HELD,
         message_role=_message_role(submission, report),
         late_note=late_note(submission),
         late_uncounted=submission.late and not submission.exercise.late_counts,
+        stop=stop,
     )
 
 
@@ -189,13 +226,15 @@ def _message_role(submission: Submission, report: Mapping[str, Any]) -> str:
 
 
 def integrity_flags(report: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """(kind, detail) of each integrity flag of a stored report, for instructors only."""
+    """(kind, detail) of each integrity flag of a stored report, for instructors only:
+    each flag once, in the grader's order (a sandbox may report the same sign twice)."""
     raw = scrub(report.get("integrity_flags"))
-    return tuple(
+    flags = (
         (str(flag.get("kind", "")), str(flag.get("detail", "")))
         for flag in (raw if isinstance(raw, list) else [])
         if isinstance(flag, Mapping)
     )
+    return tuple(dict.fromkeys(flags))
 
 
 def _withheld_feedback(submission: Submission) -> Feedback:
@@ -261,18 +300,85 @@ def _run_message(submission: Submission, report: Mapping[str, Any]) -> str:
     return str(report.get("message") or "")
 
 
-def _check_view(raw: Mapping[str, Any]) -> CheckView:
+def _check_view(raw: Mapping[str, Any], exception: ExceptionView | None) -> CheckView:
     data = raw.get("data") or {}
+    data = data if isinstance(data, Mapping) else {}
+    name = str(raw.get("name", ""))
+    diagnosis = str(raw.get("diagnosis") or "")
+    message = str(raw.get("message") or "")
     return CheckView(
-        name=str(raw.get("name", "")),
+        name=name,
         passed=bool(raw.get("passed")),
         score=float(raw.get("score") or 0.0),
         max_score=float(raw.get("max_score") or 0.0),
-        message=str(raw.get("message") or ""),
-        diagnosis=str(raw.get("diagnosis") or ""),
+        message=_without_error(message, diagnosis, exception),
+        diagnosis=diagnosis,
         hint=str(raw.get("hint") or ""),
-        values=_values(data if isinstance(data, Mapping) else {}),
+        values=_values(data),
+        claim=_claim(name, data),
     )
+
+
+def _claim(name: str, data: Mapping[str, Any]) -> str:
+    """Why a check's point is a claim (FORMAT.md section 7): its own sentence, or ours."""
+    claim = data.get("claim")
+    if isinstance(claim, str) and claim.strip():
+        return f"{CLAIM_NOTE} {claim.strip()}"
+    return CLAIM_NOTE if claim or name.startswith("claim:") else ""
+
+
+def _without_error(message: str, diagnosis: str, exception: ExceptionView | None) -> str:
+    """A check's message without the exception the page already shows first: the crash
+    check's own words become a pointer to it, the "(your code stopped ...)" that checks
+    append (grader.checks.base) is dropped."""
+    if exception is None:
+        return message
+    if diagnosis == CRASH_DIAGNOSIS and exception.type in message:
+        return STOPPED_BY_ERROR
+    cut = message.find(" (your code stopped")
+    return message[:cut] if cut > 0 and message.endswith(")") else message
+
+
+def _stop(
+    submission: Submission,
+    report: Mapping[str, Any],
+    exception: ExceptionView | None,
+    stdout: str,
+) -> StopView | None:
+    """A graded submission whose run did not finish (report status "failed")."""
+    if submission.status != Submission.Status.GRADED or report.get("status") != "failed":
+        return None
+    message = str(report.get("message") or "")
+    title = next((t for words, t in RAN_OUT if words in message), "Your run did not finish")
+    return StopView(title=title, message=message, where=_where(exception, stdout))
+
+
+def _where(exception: ExceptionView | None, stdout: str) -> str:
+    if exception is not None and exception.line:
+        return f"Your code was at line {exception.line} ({exception.type})."
+    printed = [line for line in stdout.replace(TRUNCATED_MARK, "").splitlines() if line.strip()]
+    if printed:
+        return f"The last line your code printed was: {_short(printed[-1])}"
+    return "It printed nothing, and the run ended before it could say which line it was on."
+
+
+def _shown_diagnoses(
+    found: tuple[DiagnosisView, ...], exception: ExceptionView | None
+) -> tuple[DiagnosisView, ...]:
+    """The named mistakes the page lists: the crash is the exception shown first, and the
+    generic "Wrong value" is left out beside any specific diagnosis (its checks still show
+    their expected-vs-yours)."""
+    shown = tuple(d for d in found if not (exception is not None and d.slug == CRASH_DIAGNOSIS))
+    specific = any(d.slug != GENERIC_DIAGNOSIS for d in found)
+    return tuple(d for d in shown if not (specific and d.slug == GENERIC_DIAGNOSIS))
+
+
+def _with_hint(
+    exception: ExceptionView | None, found: tuple[DiagnosisView, ...]
+) -> ExceptionView | None:
+    """The exception with the crash diagnosis's hint, which the page shows beside it."""
+    hint = next((d.hint for d in found if d.slug == CRASH_DIAGNOSIS), "")
+    return replace(exception, hint=hint) if exception is not None and hint else exception
 
 
 def _diagnoses(checks: Sequence[CheckView], manifest: Manifest) -> tuple[DiagnosisView, ...]:

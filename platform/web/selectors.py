@@ -340,10 +340,11 @@ def flagged_submissions(module: Module) -> tuple[list[FlaggedRow], list[FlaggedR
     )
     held = flagged.filter(review=Submission.Review.HELD).order_by("created_at", "id")
     reviewed = flagged.exclude(review=Submission.Review.HELD).order_by("-reviewed_at", "-id")
-    return [_flagged(s) for s in held], [_flagged(s) for s in reviewed[:REVIEWED_SHOWN]]
+    return [flagged_row(s) for s in held], [flagged_row(s) for s in reviewed[:REVIEWED_SHOWN]]
 
 
-def _flagged(submission: Submission) -> FlaggedRow:
+def flagged_row(submission: Submission) -> FlaggedRow:
+    """A flagged submission with its flags (each once) and the grader's score."""
     report = submission.report if isinstance(submission.report, dict) else {}
     score = report.get("score")
     return FlaggedRow(

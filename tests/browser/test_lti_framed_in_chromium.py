@@ -20,7 +20,6 @@ need to show."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,19 +55,15 @@ CODE = "import torch\nx = torch.tensor(2.0, requires_grad=True)\n"
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        if os.environ.get("GRADLAB_REQUIRE_BROWSER", "") == "1":
-            pytest.fail(f"{CHROMIUM} is not installed: run scripts/setup-browser.sh")
-        pytest.skip(f"{CHROMIUM} is not installed")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, NO_THIRD_PARTY_COOKIES]
-        )
-        yield browser
-        browser.close()
+def chromium(browser: Any) -> Iterator[Any]:
+    """A Chromium that blocks third-party cookies, started by the session's Playwright
+    (tests/browser/conftest.py): a second `sync_playwright()` in the same process fails
+    ("Sync API inside the asyncio loop") once the session's is running."""
+    blocking = browser.browser_type.launch(
+        executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, NO_THIRD_PARTY_COOKIES]
+    )
+    yield blocking
+    blocking.close()
 
 
 @pytest.fixture

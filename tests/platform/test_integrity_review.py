@@ -57,7 +57,7 @@ def held(alice_learner: Any) -> Any:
 
 def _review(client: Any, submission: Any, decision: str) -> Any:
     url = reverse("web:review_submission", args=[MODULE_SLUG, submission.pk])
-    return client.post(url, {"decision": decision})
+    return client.post(url, {"decision": decision, "confirmed": "yes"})
 
 
 # -- the hold -----------------------------------------------------------------------------

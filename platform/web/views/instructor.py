@@ -22,9 +22,10 @@ from lti.bindings import module_lms_links
 from lti.passback import score_failures
 from submissions.late import extensions_of
 from submissions.mastery import SHOWN, class_mastery, learner_mastery_of
-from submissions.services import submission_review
+from submissions.services import submission_review, submission_review_check
 from web import selectors
 from web.deadlines import Schedule
+from web.mistakes import learner_mistakes
 from web.presenters import history_item
 from web.selectors import GradeRow
 
@@ -67,6 +68,7 @@ def teach_learner(request: HttpRequest, module_slug: str, user_id: int) -> HttpR
         "learner": learner,
         "rows": [(s.exercise, history_item(s)) for s in submissions],
         "mastery": learner_mastery_of(module=module, learner_id=learner.pk),
+        "mistakes": learner_mistakes(module=module, learner_id=learner.pk),
         "shown_at": SHOWN,
         "crumbs": [(f"Teach: {module.title}", _teach_url(module)), (learner.get_username(), "")],
         "nav": "teach",
@@ -189,15 +191,35 @@ def _start_job(
 @login_required
 @require_POST
 def review_submission(request: HttpRequest, module_slug: str, submission_id: int) -> HttpResponse:
-    """Release (the grader's score counts) or reject (score 0) a submission held for review."""
+    """Release (the grader's score counts) or reject (score 0) a submission held for review,
+    or undo such a decision. The first post shows what it would do and asks to confirm;
+    only a post with confirmed=yes decides."""
     module = module_get_taught(slug=module_slug, user=request.user)
-    submission_review(
-        submission_id=submission_id,
-        module=module,
-        reviewer=request.user,
-        decision=request.POST.get("decision", ""),
+    decision = request.POST.get("decision", "")
+    back = _review_back(request, module, submission_id)
+    confirmed = request.POST.get("confirmed") == "yes"
+    act = submission_review if confirmed else submission_review_check  # check: changes nothing
+    submission = act(
+        submission_id=submission_id, module=module, reviewer=request.user, decision=decision
     )
-    return redirect(f"{_teach_url(module)}#review")
+    if confirmed:
+        return redirect(back)
+    context = {
+        "module": module,
+        "submission": submission,
+        "decision": decision,
+        "back": request.POST.get("back", ""),
+        "cancel_url": back,
+        "row": selectors.flagged_row(submission),
+    }
+    return render(request, "web/review_confirm.html", context)
+
+
+def _review_back(request: HttpRequest, module: Any, submission_id: int) -> str:
+    """Where a review returns: the submission's page, or the module's list of held work."""
+    if request.POST.get("back") == "submission":
+        return reverse("web:submission", args=[submission_id])
+    return f"{_teach_url(module)}#review"
 
 
 def _teach_url(module: Any) -> str:

@@ -197,13 +197,26 @@ def submission_page(request: HttpRequest, submission_id: int) -> HttpResponse:
     context = {
         "fb": _feedback(submission, request),
         "exercise": exercise,
+        "submission": submission,
         "owner": submission.learner,
         "code": submission.code,
         "crumbs": _crumbs(
             exercise.module, exercise.title, exercise=exercise, last=f"Submission #{submission.pk}"
         ),
+        **_review_context(submission, request),
     }
     return render(request, "web/submission.html", context)
+
+
+def _review_context(submission: Submission, request: HttpRequest) -> dict[str, Any]:
+    """For those who teach the module, a flagged submission's review: Release/Reject while
+    held, Undo once decided, and the log of decisions."""
+    if not submission.review or submission.status != Submission.Status.GRADED:
+        return {"reviewing": False}
+    if not module_is_taught_by(module_id=submission.exercise.module_id, user=request.user):
+        return {"reviewing": False}
+    decisions = submission.review_decisions.select_related("decided_by")
+    return {"reviewing": True, "decisions": list(decisions)}
 
 
 @login_required

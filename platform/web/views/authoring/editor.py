@@ -3,6 +3,7 @@ preview) and its saves, three ways (the form, the TOML, save and validate), and 
 
 from __future__ import annotations
 
+import tomllib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -120,6 +121,60 @@ def _save(
     return redirect(author_url(exercise.module, exercise))
 
 
+def carries_editor(request: HttpRequest) -> bool:
+    """The post came from the editor's one form (its files and manifest ride along), not
+    from an older page or a client that posts the action alone."""
+    return "toml" in request.POST or any(key.startswith("file:") for key in request.POST)
+
+
+def unsaved_changes(request: HttpRequest, exercise: Exercise) -> bool:
+    """The editor posted content that differs from the saved draft."""
+    return _changed_files(request, exercise) is not None
+
+
+def save_posted(request: HttpRequest, exercise: Exercise) -> authoring.Draft | None:
+    """Saves the editor's posted content as the draft when it changed (None: nothing to
+    save); a save that leaves the package invalid says so."""
+    files = _changed_files(request, exercise)
+    if files is None:
+        return None
+    draft = authoring.draft_save(exercise=exercise, files=files, user=request.user)
+    if draft.problem:
+        messages.error(request, f"Saved as a draft, not yet valid: {draft.problem}")
+    return draft
+
+
+def _changed_files(request: HttpRequest, exercise: Exercise) -> dict[str, str] | None:
+    """The editor's posted files when they differ from the saved draft, else None. The
+    manifest comes from the TOML view when its text was edited (or there is no form),
+    else from the form, compared by meaning: the form writes the TOML anew."""
+    if not carries_editor(request):
+        return None
+    saved = dict(authoring.draft_get(exercise=exercise).version.files)
+    saved_toml = saved.get("exercise.toml", "")
+    by_toml = _posted_toml(request, saved_toml) != saved_toml or "title" not in request.POST
+    files = _posted_files(request, exercise, toml=by_toml)
+    others = {path: text for path, text in files.items() if path != "exercise.toml"}
+    if others != {p: t for p, t in saved.items() if p != "exercise.toml"}:
+        return files
+    if not _same_manifest(files.get("exercise.toml", ""), saved_toml):
+        return files
+    return None
+
+
+def _posted_toml(request: HttpRequest, default: str) -> str:
+    return str(request.POST.get("toml", default)).replace("\r\n", "\n")
+
+
+def _same_manifest(posted: str, saved: str) -> bool:
+    if posted == saved:
+        return True
+    try:
+        return tomllib.loads(posted) == tomllib.loads(saved)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return False
+
+
 def _posted_files(request: HttpRequest, exercise: Exercise, *, toml: bool) -> dict[str, str]:
     """The draft's files as the page posted them: each file's textarea, files marked for
     deletion dropped, a new file added, and the manifest from the TOML view (`toml`) or
@@ -138,9 +193,8 @@ def _posted_files(request: HttpRequest, exercise: Exercise, *, toml: bool) -> di
     elif new_name and new_kind in NEW_FILE_KINDS:
         name = new_name if new_name.endswith(".py") else f"{new_name}.py"
         files[f"{new_kind}/{name}"] = new_text
-    toml_text = request.POST.get("toml", files.get("exercise.toml", "")).replace("\r\n", "\n")
     if toml:
-        files["exercise.toml"] = toml_text
+        files["exercise.toml"] = _posted_toml(request, files.get("exercise.toml", ""))
     else:
         files["exercise.toml"] = apply_form(files.get("exercise.toml", ""), request.POST)
     return files
@@ -151,6 +205,8 @@ def _posted_files(request: HttpRequest, exercise: Exercise, *, toml: bool) -> di
 def schedule(request: HttpRequest, module_slug: str, exercise_slug: str) -> HttpResponse:
     exercise = exercise_for(request, module_slug, exercise_slug, writes=True)
     with exercise_refusals(request):
+        if save_posted(request, exercise) is not None:  # the editor's changes come first
+            messages.success(request, "Draft saved.")
         release_at = _posted_time(request.POST.get("release_at", ""))
         due_at = _posted_time(request.POST.get("due_at", ""))
         late_counts = bool(request.POST.get("late_counts"))

@@ -13,6 +13,7 @@ from authoring import services as authoring
 from common.errors import InvalidInput
 from courses import roster
 from courses.access import module_get_reviewed, module_is_taught_by
+from courses.models import Module
 from courses.selectors import module_objectives
 from courses.services import module_export
 from grader.authoring import archive
@@ -74,12 +75,35 @@ def upload_archive(request: HttpRequest, module_slug: str) -> HttpResponse:
     with module_refusals(request):
         upload = request.FILES.get("archive")
         data = upload.read(archive.DEFAULT_LIMITS.archive_bytes + 1) if upload else b""
+        before = _unpublished_drafts(module)
         drafts = authoring.module_archive_upload(
             module=module, data=data, name=(upload.name if upload else "") or "upload",
             user=request.user, copy=bool(request.POST.get("copy")),
         )  # fmt: skip
+        replaced = _replaced(before, _unpublished_drafts(module))
         messages.success(request, f"Imported {len(drafts)} exercise(s) as drafts.")
+        if replaced:
+            messages.warning(request, replaced_message(replaced))
     return redirect(author_url(module))
+
+
+def _unpublished_drafts(module: Module) -> dict[str, int]:
+    """Slug -> draft version of each exercise of `module` that has an unpublished draft."""
+    rows = module.exercises.filter(draft_version__isnull=False).values_list("slug", "draft_version")
+    return dict(rows)
+
+
+def _replaced(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """The exercises whose unpublished draft an import replaced with other content."""
+    return sorted(slug for slug, version in before.items() if after.get(slug) != version)
+
+
+def replaced_message(slugs: list[str]) -> str:
+    return (
+        f"The import replaced the unpublished draft of {len(slugs)} exercise(s): "
+        f"{', '.join(slugs)}. Import “as copies” to keep a draft and the imported "
+        "exercise side by side."
+    )
 
 
 @login_required

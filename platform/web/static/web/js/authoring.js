@@ -99,7 +99,41 @@
     }, POLL_MS);
   }
 
+  // The editor's one form (#author-form, with the inputs that name it from outside): a
+  // change marks the page unsaved (a note, and a warning before leaving it); its own
+  // submits (Save, Validate, Publish, Save dates all save first) leave without one; Ctrl+S
+  // (Cmd+S) saves it.
+  function guardUnsaved(form) {
+    var dirty = false;
+    var note = document.getElementById("unsaved-note");
+    function mark(event) {
+      var field = event.target;
+      if (!field || field.form !== form || dirty) { return; }
+      dirty = true;
+      form.dataset.unsaved = "1";
+      if (note) { note.hidden = false; }
+    }
+    // Capture: an editor tells its textarea with an "input" event that does not bubble.
+    document.addEventListener("input", mark, true);
+    document.addEventListener("change", mark, true);
+    form.addEventListener("submit", function () { dirty = false; });
+    window.addEventListener("beforeunload", function (event) {
+      if (!dirty) { return; }
+      event.preventDefault();
+      event.returnValue = "";  // older Chromium asks for it
+    });
+    var save = document.getElementById("save-button");
+    window.addEventListener("keydown", function (event) {
+      var key = (event.key || "").toLowerCase();
+      if (key !== "s" || !(event.ctrlKey || event.metaKey) || event.altKey) { return; }
+      event.preventDefault();
+      if (save) { form.requestSubmit(save); }
+    }, true);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    var authorForm = document.getElementById("author-form");
+    if (authorForm) { guardUnsaved(authorForm); }
     document.querySelectorAll("textarea[data-language]").forEach(function (textarea) {
       attachEditor(textarea);
     });

@@ -76,10 +76,22 @@
     });
   }
 
+  // The line a crash or syntax error names (data-error-line of the feedback's crash box),
+  // marked in the editor while it still holds that submission's code (its history <pre>).
+  function markErrorLine(feedback, editor) {
+    if (!editor || !feedback) { return; }
+    var crash = feedback.querySelector("[data-error-line]");
+    var box = feedback.querySelector(".feedback[data-submission]");
+    if (!crash || !box) { return; }
+    var code = document.getElementById("attempt-code-" + box.dataset.submission);
+    if (!code || code.textContent !== editor.value()) { return; }
+    editor.markLine(parseInt(crash.dataset.errorLine, 10));
+  }
+
   // Only the newest submission's poller may update the page.
   var generation = 0;
 
-  function poller(statusUrl, statusBox, feedback, history, submitButton) {
+  function poller(statusUrl, statusBox, feedback, history, submitButton, editor) {
     var started = Date.now();
     var delay = POLL_FIRST_MS;
     var mine = ++generation;
@@ -90,6 +102,7 @@
         if (window.gradlabCharts) { window.gradlabCharts.drawAll(feedback); }
       }
       if (history && data.history_html !== undefined) { history.innerHTML = data.history_html; }
+      markErrorLine(feedback, editor);
       var text = STATUS_TEXT[data.status] || data.status;
       if (data.status === "graded" && typeof data.score === "number") {
         var uncounted = data.late && !data.late_counts;
@@ -331,7 +344,7 @@
           if (keeper) { keeper.submitted(); }
           // Accepted: the learner may submit again while this one is graded.
           submitButton.disabled = false;
-          poller(result.data.status_url, statusBox, feedback, history, submitButton)();
+          poller(result.data.status_url, statusBox, feedback, history, submitButton, editor)();
         })
         .catch(function () {
           setStatus(statusBox, "error", "Could not reach the server. Your code is still in the editor; try again.");
@@ -342,8 +355,9 @@
     // A submission still being graded when the page was opened: follow it too.
     var pending = feedback && feedback.dataset.pendingStatusUrl;
     if (pending) {
-      poller(pending, statusBox, feedback, history, submitButton)();
+      poller(pending, statusBox, feedback, history, submitButton, editor)();
     }
+    markErrorLine(feedback, editor);
   }
 
   document.addEventListener("DOMContentLoaded", init);
