@@ -4,8 +4,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 PY := .venv/bin/python
 export PYTHONPATH := platform:.
-# What the fast lane leaves out (tests/lanes.py marks the tests that need these).
-FAST_LANE := not sandbox and not docker and not browser and not worker
+# What the fast lane leaves out (tests/lanes.py marks the tests that need these): the real
+# parts, and the tests that start interpreters or servers of their own (`processes`: a fresh
+# django.setup(), a bounded child, gunicorn), which both passes of `make test` run.
+FAST_LANE := not sandbox and not docker and not browser and not worker and not processes
 # Test processes (pytest-xdist): three on the 2-core reference machine. The suite waits
 # for part of its time (workers and Chromium starting, Docker, wall clocks), and a third
 # process fills it (figures: docs/measurements.md). Three exposed races between test
@@ -21,7 +23,7 @@ FAST_LANE_PROCESSES ?= 2
 help:
 	@echo "make run       - set up and run the platform on embedded defaults (SQLite, local Redis, bubblewrap)"
 	@echo "make test      - set up and run the whole test suite (PostgreSQL, Redis, worker, Docker, Chromium)"
-	@echo "make test-fast - the tests that need no sandbox, Docker, browser or worker (edit-test loop)"
+	@echo "make test-fast - the tests that need no sandbox, Docker, browser, worker or processes of their own (edit-test loop)"
 	@echo "make bench     - end-to-end grading benchmark: cold, warm spare, zygote (prints figures)"
 	@echo "make lock      - re-pin requirements/*.lock after editing requirements/*.in"
 

@@ -7,10 +7,13 @@ virtual environment, PostgreSQL and Redis:
     docker    needs the Docker Engine and the sandbox image
     browser   drives Chromium
     worker    starts a real Celery worker process (which grades in the sandbox)
+    processes starts Python interpreters or servers of its own (a fresh django.setup(), a
+              bounded child, gunicorn): about a second of CPU each
 
 A test gets a marker when its module or function says so, when it lives in a folder whose
 tests all need it (FOLDER_MARKERS), or when it uses a fixture that needs it
-(FIXTURE_MARKERS). `make test-fast` deselects all four.
+(FIXTURE_MARKERS). `make test-fast` deselects all five; `make test` runs them all, and
+its SQLite pass (scripts/test.sh --sqlite) leaves out only the four real parts.
 
 A guard makes a missing marker loud in every lane: while a test runs, starting bwrap, a
 `python -m grader run`, the Docker Engine (CLI or socket), a Celery worker, `scripts/run.sh`
@@ -34,9 +37,15 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 SLOW_MARKERS = ("sandbox", "docker", "browser", "worker")
-FAST_LANE = " and ".join(f"not {marker}" for marker in SLOW_MARKERS)
+# Tests that need none of the real parts but start interpreters of their own: the edit-test
+# loop leaves them out, both passes of `make test` run them.
+PROCESS_MARKERS = ("processes",)
+WITHOUT_REAL_PARTS = " and ".join(f"not {marker}" for marker in SLOW_MARKERS)
+FAST_LANE = " and ".join(f"not {marker}" for marker in (*SLOW_MARKERS, *PROCESS_MARKERS))
 # Property tests (hypothesis, schemathesis) try a third of their examples in the fast lane,
-# the edit-test loop; `make test` tries them all.
+# the edit-test loop, and in `make test`'s SQLite pass (-m WITHOUT_REAL_PARTS); `make
+# test`'s PostgreSQL pass tries them all.
+FEWER_EXAMPLES_LANES = (FAST_LANE, WITHOUT_REAL_PARTS)
 FAST_LANE_EXAMPLE_SHARE = 3
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -68,6 +77,8 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "sandbox_image": ("docker",),
     "platform_image": ("docker",),
     "docker_sandbox": ("docker",),
+    # gunicorn on a free port
+    "web_server": ("processes",),
 }
 
 # A parametrized fixture whose parameter names a backend that needs more.
@@ -261,7 +272,7 @@ _fast_lane = False
 
 def pytest_configure(config: pytest.Config) -> None:
     global _installed, _fast_lane
-    _fast_lane = config.getoption("markexpr", "") == FAST_LANE
+    _fast_lane = config.getoption("markexpr", "") in FEWER_EXAMPLES_LANES
     if not _installed:  # audit hooks cannot be removed: one per process, shared by runs
         sys.addaudithook(GUARD.audit)
         _installed = True
@@ -269,8 +280,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def examples(count: int) -> int:
     """How many examples a property test tries: `count`, or a third of it (at least 2) when
-    this run is the fast lane (`-m FAST_LANE`). Read while test modules are imported, after
-    pytest_configure."""
+    this run is the fast lane or the SQLite pass (FEWER_EXAMPLES_LANES). Read while test
+    modules are imported, after pytest_configure."""
     return max(2, count // FAST_LANE_EXAMPLE_SHARE) if _fast_lane else count
 
 

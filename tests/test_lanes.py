@@ -8,7 +8,14 @@ from pathlib import Path
 
 import lanes
 import pytest
-from lanes import FAST_LANE, marker_for_command, marker_for_socket, markers_for, start_rank
+from lanes import (
+    FAST_LANE,
+    WITHOUT_REAL_PARTS,
+    marker_for_command,
+    marker_for_socket,
+    markers_for,
+    start_rank,
+)
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -110,6 +117,7 @@ def guarded(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.processes  # a pytest subprocess
 def test_starting_a_sandbox_without_its_marker_fails_even_when_the_error_is_swallowed(
     guarded: pytest.Pytester, no_plugin_autoload: None
 ) -> None:
@@ -141,7 +149,9 @@ def test_the_fast_lane_leaves_out_a_test_that_uses_a_worker_fixture(
 
 
 def test_the_fast_lane_expression_leaves_out_every_slow_marker() -> None:
-    assert FAST_LANE == "not sandbox and not docker and not browser and not worker"
+    assert FAST_LANE == (
+        "not sandbox and not docker and not browser and not worker and not processes"
+    )
 
 
 def test_the_makefile_fast_lane_is_the_one_the_guard_knows() -> None:
@@ -149,9 +159,40 @@ def test_the_makefile_fast_lane_is_the_one_the_guard_knows() -> None:
     assert f"FAST_LANE := {FAST_LANE}\n" in makefile
 
 
-def test_the_sqlite_pass_of_the_test_script_leaves_out_the_same_slow_markers() -> None:
+def test_the_sqlite_pass_of_the_test_script_leaves_out_the_real_parts_only() -> None:
     script = (TESTS_DIR.parent / "scripts" / "test.sh").read_text()
-    assert f'set -- -m "{FAST_LANE}" "$@"\n' in script
+    assert WITHOUT_REAL_PARTS == "not sandbox and not docker and not browser and not worker"
+    assert f'set -- -m "{WITHOUT_REAL_PARTS}" "$@"\n' in script
+
+
+def test_a_test_starting_processes_of_its_own_is_left_out_of_the_fast_lane_only(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(LANE_PLUGIN)
+    pytester.makeini(
+        "[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n    processes\n"
+    )
+    pytester.makepyfile(
+        test_kinds=(
+            "import pytest\n\ndef test_fast():\n    pass\n\n"
+            "@pytest.mark.processes\ndef test_starts_an_interpreter():\n    pass\n\n"
+            "@pytest.fixture\ndef web_server():\n    return 'http://127.0.0.1:1'\n\n"
+            "def test_uses_gunicorn(web_server):\n    pass\n"
+        )
+    )
+    everything = ["test_fast", "test_starts_an_interpreter", "test_uses_gunicorn"]
+    lanes_and_tests = [
+        (FAST_LANE, ["test_fast"]),
+        (WITHOUT_REAL_PARTS, everything),
+        ("", everything),
+    ]
+
+    for markexpr, expected in lanes_and_tests:
+        result = pytester.runpytest_inprocess(
+            "-p", "no:django", "-p", "no:cacheprovider", "-m", markexpr, "--collect-only", "-q"
+        )
+        collected = [line.split("::")[1] for line in result.outlines if "::" in line]
+        assert sorted(collected) == sorted(expected), markexpr
 
 
 def test_a_browser_test_starts_first_and_a_sandbox_test_before_the_fast_ones() -> None:
@@ -187,6 +228,7 @@ def test_the_slowest_kinds_start_first_and_each_module_keeps_its_order(
     ]
 
 
+@pytest.mark.processes  # two xdist workers
 def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_work(
     pytester: pytest.Pytester, no_plugin_autoload: None
 ) -> None:
@@ -214,7 +256,9 @@ def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_wo
     assert set().union(*processes.values()) == {"gw0", "gw1"}
 
 
-@pytest.mark.parametrize(("markexpr", "tried"), [(FAST_LANE, 10), ("not browser", 30)])
+@pytest.mark.parametrize(
+    ("markexpr", "tried"), [(FAST_LANE, 10), (WITHOUT_REAL_PARTS, 10), ("not browser", 30)]
+)
 def test_a_property_test_tries_a_third_of_its_examples_in_the_fast_lane_only(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, markexpr: str, tried: int
 ) -> None:

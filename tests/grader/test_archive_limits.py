@@ -26,6 +26,9 @@ from grader.authoring.archive import (
     write_archive,
 )
 
+# Every archive here is read in the bounded child, a fresh interpreter (tests/lanes.py).
+pytestmark = pytest.mark.processes
+
 EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 STATEMENT = "first-gradient/statement.md"
 MiB = 1024 * 1024

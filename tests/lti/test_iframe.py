@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CANVAS = "https://canvas.example.edu"
 
@@ -58,6 +60,7 @@ def _settings_with(env: dict[str, str]) -> dict[str, Any]:
     return dict(json.loads(result.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.processes  # two fresh interpreters (tests/lanes.py)
 def test_iframe_launches_make_the_cookies_samesite_none_and_secure_behind_the_tls_proxy() -> None:
     framed = _settings_with({"GRADLAB_LTI_FRAME_ANCESTORS": CANVAS})
     plain = _settings_with({})

@@ -16,6 +16,8 @@ PROBE = "import django; django.setup(); from django.conf import settings; print(
 
 
 def _settings(module: str, expr: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The settings a fresh interpreter reads (about 1.3 s of CPU: a test using this is
+    marked `processes`, which the fast lane leaves out, tests/lanes.py)."""
     ours = ("SECRET_KEY", "DEBUG", "DATABASE_URL", "REDIS_URL", "CELERY_", "ALLOWED_HOSTS")
     clean = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
     clean.update(PYTHONPATH=f"{ROOT / 'platform'}:{ROOT}", DJANGO_SETTINGS_MODULE=module, **env)
@@ -25,6 +27,7 @@ def _settings(module: str, expr: str, **env: str) -> subprocess.CompletedProcess
     )  # fmt: skip
 
 
+@pytest.mark.processes
 def test_production_without_secret_key_fails_at_start_with_a_clear_message() -> None:
     result = _settings("config.settings.prod", "settings.DEBUG")
 
@@ -32,6 +35,7 @@ def test_production_without_secret_key_fails_at_start_with_a_clear_message() -> 
     assert "SECRET_KEY is not set and DEBUG is off" in result.stderr
 
 
+@pytest.mark.processes
 def test_production_reads_the_secret_key_from_a_file(tmp_path: Path) -> None:
     secret = tmp_path / "secret"
     secret.write_text("from-a-file-0123456789\n")
@@ -42,6 +46,7 @@ def test_production_reads_the_secret_key_from_a_file(tmp_path: Path) -> None:
     assert result.stdout.strip() == "'from-a-file-0123456789'"
 
 
+@pytest.mark.processes
 def test_dev_defaults_to_sqlite_in_var_and_debug_on() -> None:
     result = _settings(
         "config.settings.dev",
@@ -56,6 +61,7 @@ def test_dev_defaults_to_sqlite_in_var_and_debug_on() -> None:
     )
 
 
+@pytest.mark.processes
 def test_tests_on_sqlite_use_a_file_beside_the_given_one_with_make_runs_write_lock(
     tmp_path: Path,
 ) -> None:
@@ -76,6 +82,7 @@ def test_tests_on_sqlite_use_a_file_beside_the_given_one_with_make_runs_write_lo
     assert options == {"transaction_mode": "IMMEDIATE", "timeout": 20}
 
 
+@pytest.mark.processes
 def test_database_redis_and_hosts_come_from_the_environment() -> None:
     result = _settings(
         "config.settings.prod",
@@ -92,6 +99,7 @@ def test_database_redis_and_hosts_come_from_the_environment() -> None:
     )
 
 
+@pytest.mark.processes
 def test_dev_with_debug_off_also_requires_a_secret_key() -> None:
     result = _settings("config.settings.dev", "settings.DEBUG", DEBUG="0")
 

@@ -202,6 +202,7 @@ def test_plain_log_lines_append_the_jobs_ids() -> None:
     assert idle.endswith(": idle")
 
 
+@pytest.mark.processes  # a fresh django.setup()
 def test_an_unknown_log_format_is_refused_at_start() -> None:
     import os
     import subprocess
