@@ -86,6 +86,8 @@ const editorTheme = EditorView.theme({
   ".tok-quote": { color: "#57606a", fontStyle: "italic" },
   ".tok-meta, .tok-processingInstruction": { color: "#57606a" },
   ".cm-problem-line": { backgroundColor: "#fdecec", boxShadow: "inset 3px 0 0 #a4161a" },
+  // A phone zooms in on focusing text under 16 px.
+  "@media (pointer: coarse)": { ".cm-scroller": { fontSize: "1rem" } },
 });
 
 // A line the server named in an error (PackageError: file and line), marked until the
@@ -206,7 +208,10 @@ function attach(languages, textarea, { onSubmit, onEscape, language }) {
         pageKeys(onSubmit, onEscape),
         keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap]),
         editorTheme,
-        EditorView.contentAttributes.of({ "aria-label": lang.label }),
+        // tabindex: the content is in the tab order anyway (contenteditable); said out loud,
+        // it tells checkers (axe's scrollable-region-focusable) that the keyboard reaches
+        // the scrolling box around it.
+        EditorView.contentAttributes.of({ "aria-label": lang.label, tabindex: "0" }),
         lang.wrap ? EditorView.lineWrapping : [],
         problemField,
         copyInto(textarea),

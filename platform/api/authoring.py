@@ -172,6 +172,28 @@ class AuthoringScheduleInput(serializers.Serializer):
     late_counts = serializers.BooleanField(required=False, default=True)
 
 
+class ScheduleChangeOutput(serializers.Serializer):
+    learner = serializers.CharField(source="username")
+    before = serializers.FloatField(
+        allow_null=True, help_text="the best score that counts now; null: none counts"
+    )
+    after = serializers.FloatField(
+        allow_null=True, help_text="the best score that would count; null: none would"
+    )
+    late_submissions = serializers.IntegerField(
+        source="late", help_text="their graded submissions late under the new schedule"
+    )
+
+
+class SchedulePreviewOutput(serializers.Serializer):
+    release_at = serializers.DateTimeField(allow_null=True)
+    due_at = serializers.DateTimeField(allow_null=True)
+    late_counts = serializers.BooleanField()
+    changes = ScheduleChangeOutput(
+        many=True, help_text="the learners whose grade would change, by username"
+    )
+
+
 class AuthoringMemberInput(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=Enrollment.Role.values)
@@ -464,13 +486,37 @@ class UnpublishApi(APIView):
 
 class ScheduleApi(APIView):
     @extend_schema(
-        request=AuthoringScheduleInput, responses={200: AuthoringExerciseOutput, **ERRORS}
+        request=AuthoringScheduleInput,
+        responses={200: AuthoringExerciseOutput, **ERRORS},
+        description=(
+            "Sets the release date, the due date and whether late submissions count (a "
+            "field left out is null, or true for late_counts). Every submission is marked "
+            "late or not again, and the grades this changes are posted to the LMS again. "
+            "POST schedule/preview/ with the same body first says whose grades change."
+        ),
     )
     def put(self, request: Request, module: str, slug: str) -> Response:
         exercise = _exercise(module_get_taught(slug=module, user=request.user), slug)
         data = _valid(AuthoringScheduleInput, request)
         authoring.exercise_schedule_set(exercise=exercise, **data)
         return Response(AuthoringExerciseOutput(exercise, context={"request": request}).data)
+
+
+class SchedulePreviewApi(APIView):
+    @extend_schema(
+        request=AuthoringScheduleInput,
+        responses={200: SchedulePreviewOutput, **ERRORS},
+        description=(
+            "A dry run of PUT schedule/ with the same body: nothing changes. Lists the "
+            "learners whose grade (their best score that counts) the new due date or late "
+            "policy would change, from what to what; extensions stay as they are."
+        ),
+    )
+    def post(self, request: Request, module: str, slug: str) -> Response:
+        exercise = _exercise(module_get_taught(slug=module, user=request.user), slug)
+        data = _valid(AuthoringScheduleInput, request)
+        changes = authoring.exercise_schedule_preview(exercise=exercise, **data)
+        return Response(SchedulePreviewOutput({**data, "changes": changes}).data)
 
 
 class DiffApi(APIView):

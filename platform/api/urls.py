@@ -1,13 +1,14 @@
 from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api import authoring, mastery, views
+from api import authoring, drafts, mastery, views
 
 app_name = "api"
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("exercises/", views.ExerciseListApi.as_view(), name="exercise-list"),
     path("exercises/<slug:slug>/", views.ExerciseDetailApi.as_view(), name="exercise-detail"),
+    path("exercises/<slug:slug>/draft/", drafts.LearnerDraftApi.as_view(), name="exercise-draft"),
     path("submissions/", views.SubmissionListCreateApi.as_view(), name="submission-list"),
     path("submissions/<int:pk>/", views.SubmissionDetailApi.as_view(), name="submission-detail"),
     path("modules/<slug:module>/mastery/", mastery.MyMasteryApi.as_view(), name="mastery-own"),
@@ -51,6 +52,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
             ("publish/", authoring.PublishApi.as_view(), "authoring-publish"),
             ("unpublish/", authoring.UnpublishApi.as_view(), "authoring-unpublish"),
             ("schedule/", authoring.ScheduleApi.as_view(), "authoring-schedule"),
+            (
+                "schedule/preview/",
+                authoring.SchedulePreviewApi.as_view(),
+                "authoring-schedule-preview",
+            ),
             ("diff/", authoring.DiffApi.as_view(), "authoring-diff"),
         )
     ),

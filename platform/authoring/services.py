@@ -20,6 +20,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from accounts.models import Enrollment
 from accounts.selectors import AnyUser
@@ -34,9 +35,10 @@ from courses.services import objectives_replace, version_create, version_publish
 from grader import spec
 from grader.authoring import archive, scaffold
 from grader.authoring.problems import ProblemPlace, problem_place
-from submissions.late import late_marks_refresh
+from submissions.late import ScoreChange, late_marks_refresh, late_policy_changes
 
 SLUG_LINE = re.compile(r'^slug\s*=\s*"[^"\n]*"', re.MULTILINE)
+CONTENT_HASH = re.compile(r"^[0-9a-f]{64}$")  # spec.package_hash: sha256 hex
 
 
 @dataclass(frozen=True)
@@ -138,10 +140,19 @@ def draft_save(*, exercise: Exercise, files: dict[str, str], user: AnyUser) -> D
     version = exercise.versions.filter(content_hash=spec.package_hash(files)).first()
     if version is None:
         version = version_create(exercise=exercise, files=files, statement=statement, user=user)
+    elif version.pk not in (exercise.current_version_id, exercise.draft_version_id):
+        _saved_again(version)  # earlier content again (a restore): recent for the history
     draft = None if version.pk == exercise.current_version_id else version
     Exercise.objects.filter(pk=exercise.pk).update(draft_version=draft)
     exercise.draft_version = draft
     return Draft(version=version, problem=problem)
+
+
+def _saved_again(version: ExerciseVersion) -> None:
+    """An existing version is the draft again: the history lists it as saved now, and the
+    drafts pruning (which keeps the most recently saved) keeps it with the new ones."""
+    version.saved_again_at = timezone.now()
+    ExerciseVersion.objects.filter(pk=version.pk).update(saved_again_at=version.saved_again_at)
 
 
 def _refuse_lone_surrogates(files: dict[str, str]) -> None:
@@ -247,15 +258,44 @@ def exercise_schedule_set(
     due_at: datetime | None,
     late_counts: bool,
 ) -> None:
-    """When learners see the exercise, when it is due, and whether late work counts."""
-    if release_at and due_at and due_at <= release_at:
-        raise InvalidInput({"due_at": ["The due date must come after the release date."]})
+    """When learners see the exercise, when it is due, and whether late work counts. Every
+    writer of these fields goes through here (the pages, the API, the Django admin): the
+    submissions are marked late again, and the learners whose grades that changes are
+    told to the apps (their LMS grades are posted again: submissions.late)."""
+    problem = schedule_problem(release_at=release_at, due_at=due_at)
+    if problem:
+        raise InvalidInput({"due_at": [problem]})
     with transaction.atomic():
+        was = Exercise.objects.select_for_update().values_list("late_counts", flat=True)
+        policy_changed = was.get(pk=exercise.pk) != late_counts
         Exercise.objects.filter(pk=exercise.pk).update(
             release_at=release_at, due_at=due_at, late_counts=late_counts
         )
         exercise.release_at, exercise.due_at, exercise.late_counts = release_at, due_at, late_counts
-        late_marks_refresh(exercise=exercise)  # a moved due date re-marks what is late
+        # A moved due date re-marks what is late; a new policy changes what late work earns.
+        late_marks_refresh(exercise=exercise, policy_changed=policy_changed)
+
+
+def exercise_schedule_preview(
+    *,
+    exercise: Exercise,
+    release_at: datetime | None,
+    due_at: datetime | None,
+    late_counts: bool,
+) -> list[ScoreChange]:
+    """What exercise_schedule_set would do, without doing it: the learners whose grade it
+    changes (from what to what), by username. The same refusal of dates that cannot be."""
+    problem = schedule_problem(release_at=release_at, due_at=due_at)
+    if problem:
+        raise InvalidInput({"due_at": [problem]})
+    return late_policy_changes(exercise=exercise, due_at=due_at, late_counts=late_counts)
+
+
+def schedule_problem(*, release_at: datetime | None, due_at: datetime | None) -> str:
+    """Why these dates cannot be an exercise's schedule ("" when they can)."""
+    if release_at and due_at and due_at <= release_at:
+        return "The due date must come after the release date."
+    return ""
 
 
 # -- archives and versions ---------------------------------------------------------------
@@ -344,13 +384,16 @@ def draft_export(*, exercise: Exercise, kind: str) -> bytes:
 
 
 def version_get(*, exercise: Exercise, label: str) -> ExerciseVersion:
-    """ "draft", "current" or a version number."""
+    """ "draft", "current", a version number or a version's content hash (a saved draft's
+    name in the author page's history)."""
     if label == "draft":
         version = draft_of(exercise)
     elif label == "current":
         version = exercise.current_version
     elif label.isdigit():
         version = exercise.versions.filter(number=int(label)).first()
+    elif CONTENT_HASH.match(label):
+        version = exercise.versions.filter(content_hash=label).first()
     else:
         version = None
     if version is None:

@@ -3,6 +3,8 @@ instructor jobs (validation, regrade) run on them."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -96,6 +98,9 @@ class ExerciseVersion(models.Model):
     starter_code = models.TextField()
     hidden_seed = models.BigIntegerField()  # input seed for hidden cases; never exposed
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a later save (a restore, an edit back to this content) made it the draft again;
+    # null: only when created. The history's order and the drafts pruning use the later.
+    saved_again_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["exercise", "number"]
@@ -108,6 +113,10 @@ class ExerciseVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.exercise.slug} {self.label}"
+
+    @property
+    def last_saved_at(self) -> datetime:
+        return self.saved_again_at or self.created_at
 
     @property
     def label(self) -> str:
@@ -189,3 +198,51 @@ class Extension(models.Model):
 
     def __str__(self) -> str:
         return f"{self.exercise.slug}: {self.learner_id} until {self.due_at:%Y-%m-%d %H:%M}"
+
+
+class EnrolmentLink(models.Model):
+    """A shareable way into a module (courses.enrolment_links): whoever signs in and opens
+    /join/<code>/, or types the code on the home page, joins the module with `role` until
+    the link expires, is revoked or has been used `max_uses` times. It never grants the
+    instructor role, and never changes the role of someone already in the module."""
+
+    class Role(models.TextChoices):
+        LEARNER = "learner"
+        REVIEWER = "reviewer"
+
+    module = models.ForeignKey(Module, on_delete=models.CASCADE, related_name="enrolment_links")
+    code = models.CharField(max_length=32)  # shown to the module's instructors, never looked up
+    # sha256 of the code: what a lookup compares, so its timing says nothing of the code.
+    code_digest = models.CharField(max_length=64, unique=True)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.LEARNER)
+    expires_at = models.DateTimeField()
+    max_uses = models.PositiveIntegerField(null=True, blank=True)  # null: no limit
+    use_count = models.PositiveIntegerField(default=0)  # members it added
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["module", "-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(role__in=["learner", "reviewer"]),
+                name="enrolment_link_role_not_instructor",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.module.slug}: {self.role} link until {self.expires_at:%Y-%m-%d %H:%M}"
+
+
+class EnrolmentCodeMiss(models.Model):
+    """One lookup of an enrolment code that matched no link, by `user`: counted over a
+    sliding window (common.ratelimit) to throttle guessing."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"], name="enrolment_miss_recent")]

@@ -1,8 +1,9 @@
 """Drafts pruning: every save of the authoring page or API is a draft (a version without
 a number), so an exercise worked on for a while collects many. `drafts_prune` keeps, per
-exercise, its `keep` most recent drafts, plus every draft something still points at: the
-exercise's current draft, a validation or other job (its outcome is the page's history),
-a submission (a try-as-learner preview is graded against the draft it was made on).
+exercise, its `keep` most recently saved drafts (a restore saves an old one again:
+`saved_again_at`), plus every draft something still points at: the exercise's current
+draft, a validation or other job (its outcome is the page's history), a submission (a
+try-as-learner preview is graded against the draft it was made on).
 Published versions (numbered) are never touched. Run by `manage.py prune_drafts` and by
 the beat schedule (courses.tasks.prune_drafts, daily).
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F, Q, QuerySet, Window
 from django.db.models.deletion import ProtectedError
-from django.db.models.functions import RowNumber
+from django.db.models.functions import Coalesce, RowNumber
 
 from courses.models import Exercise, ExerciseVersion
 
@@ -54,7 +55,7 @@ def _prunable(keep: int) -> QuerySet[ExerciseVersion]:
             rank=Window(
                 RowNumber(),
                 partition_by=[F("exercise_id")],
-                order_by=[F("created_at").desc(), F("id").desc()],
+                order_by=[Coalesce("saved_again_at", "created_at").desc(), F("id").desc()],
             )
         )
         .filter(rank__gt=keep)

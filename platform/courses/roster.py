@@ -1,10 +1,12 @@
 """A module's roster: who learns, teaches and reviews it (its Enrollment rows).
 
 `module_member_set` is the one way a member is added or given another role, whether by the
-authoring page, the API, a CSV roster or `issue_token`; `module_member_remove` the one way
-out. Both keep the module's last instructor: a change that would leave a module that has
-instructors with none is a Conflict (409). Roster changes of one module are serialised by a
-row lock on the module, so two concurrent removals cannot each leave "the other one".
+authoring page, the API, a CSV roster or `issue_token`; `module_member_join` the way in of
+someone who joins by themselves (an enrolment link: it never changes a member's role);
+`module_member_remove` the one way out. Setting and removing keep the module's last
+instructor: a change that would leave a module that has instructors with none is a
+Conflict (409). Roster changes of one module are serialised by a row lock on the module,
+so two concurrent removals cannot each leave "the other one".
 
 A CSV roster (one column `username`, optional `email` and `role`) is validated whole before
 anything is written, and applied all or nothing; each problem names its line. What it
@@ -31,6 +33,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from accounts.models import Enrollment
+from accounts.selectors import AnyUser
 from common.errors import Conflict, InvalidInput, NotFound
 from courses.models import Module
 
@@ -105,6 +108,19 @@ def module_member_set(
             user_id=user.pk, module=module, defaults={"role": role}
         )
     return Membership(enrollment=enrollment, added=added, user_created=user_created)
+
+
+def module_member_join(*, module: Module, user: AnyUser, role: str) -> Membership:
+    """Adds `user` to the module with `role` unless they are a member already: a member
+    keeps the role they have (an enrolment link never makes an instructor a learner)."""
+    _role_check(role)
+    assert isinstance(user.pk, int)
+    with transaction.atomic():
+        _lock(module)
+        enrollment, added = Enrollment.objects.get_or_create(
+            user_id=user.pk, module=module, defaults={"role": role}
+        )
+    return Membership(enrollment=enrollment, added=added, user_created=False)
 
 
 def module_member_remove(*, module: Module, username: str) -> None:

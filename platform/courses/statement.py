@@ -16,6 +16,9 @@ ALLOWED_TAGS = frozenset(
     }
 )  # fmt: skip
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "span": {"class"}}
+# A code block scrolls sideways where its lines are wider than the card: the keyboard must be
+# able to reach it to scroll it (WCAG 2.1.1; axe's scrollable-region-focusable).
+SET_ATTRIBUTES = {"pre": {"tabindex": "0"}}
 
 
 @functools.lru_cache(maxsize=256)  # a pure function of the text: re-saving, previews, imports
@@ -27,4 +30,5 @@ def render_statement(text: str) -> str:
         attributes={tag: set(names) for tag, names in ALLOWED_ATTRIBUTES.items()},
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
+        set_tag_attribute_values={tag: dict(values) for tag, values in SET_ATTRIBUTES.items()},
     )

@@ -7,6 +7,11 @@ query string kept, as Moodle's have one), with a token got by a signed client as
 A link launched without a line item gets one first when the platform allows it
 (lti.lineitems).
 
+The score is the learner's grade as gradlab counts it (submissions.late: late work only
+where the exercise's late submissions count). When a due date, the late policy or an
+extension changes what counts (submissions.signals.grades_changed), the grades that changed
+are posted again the same way (`scores_repost`).
+
 Each platform's rules, from their source:
 - Timestamps: Moodle (`gradebookservices/.../scores.php`) keeps the score's time to the
   second and answers 409 to a timestamp not later than it; Canvas answers 400 to one before
@@ -50,6 +55,7 @@ from integrations import egress
 from lti.compat import ServiceConnector, registration_of
 from lti.lineitems import LineItemRefused, lineitem_ensure
 from lti.models import ExerciseLink, GradeTarget, ScorePost
+from submissions import late
 from submissions.models import Submission
 
 SCORE_CONTENT_TYPE = "application/vnd.ims.lis.v1.score+json"
@@ -75,33 +81,34 @@ def scores_url(lineitem_url: str) -> str:
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
 
 
-def earning_submission(target: GradeTarget, submission: Submission) -> Submission:
-    """The submission whose score is posted: this one under the "last" policy, else the
-    learner's first graded submission with the best score."""
-    if target.link.score_policy == ExerciseLink.Policy.LAST:
-        return submission
-    best = (
-        Submission.objects.filter(
-            learner_id=submission.learner_id,
-            exercise_id=submission.exercise_id,
-            status=Submission.Status.GRADED,
-            score__isnull=False,
-        )
-        .order_by("-score", "created_at", "id")
-        .first()
+def earning_submission(target: GradeTarget, submission: Submission) -> Submission | None:
+    """The submission whose score is posted, among the learner's that count for a grade
+    (submissions.late: late work counts only where the exercise's late submissions do):
+    under the "last" policy this one if it counts, else their latest that does; under
+    "best" their first with the best score. None: nothing of theirs counts (0 is posted)."""
+    counted = Submission.objects.filter(
+        late.COUNTED,
+        learner_id=submission.learner_id,
+        exercise_id=submission.exercise_id,
+        score__isnull=False,
     )
-    return best or submission
+    if target.link.score_policy == ExerciseLink.Policy.LAST:
+        if submission.score is not None and late.counts(submission):
+            return submission
+        return counted.order_by("-created_at", "-id").first()
+    return counted.order_by("-score", "created_at", "id").first()
 
 
 def score_payload(
     target: GradeTarget, submission: Submission, *, regrade: bool = False
 ) -> dict[str, Any]:
     """The score to post, less its timestamp (set when it is sent). `regrade`: this
-    submission's score was posted before."""
+    submission's score was posted before (or the grade is posted again, not earned anew)."""
     earned = earning_submission(target, submission)
     maximum = float(submission.max_score or submission.exercise.points or 0)
-    given = float(earned.score or 0)
-    submitted_at = earned.created_at.isoformat()
+    given = float(earned.score or 0) if earned is not None else 0.0
+    shown = earned or submission
+    submitted_at = shown.created_at.isoformat()
     payload: dict[str, Any] = {
         "userId": target.sub,
         "scoreGiven": given,
@@ -111,13 +118,14 @@ def score_payload(
         # AGS 2.0: when the work was submitted, so that the LMS applies its late policy.
         "submission": {"submittedAt": submitted_at},
         CANVAS_SUBMISSION: {
-            "new_submission": earned.pk == submission.pk and not regrade,
+            "new_submission": shown.pk == submission.pk and earned is not None and not regrade,
             "submitted_at": submitted_at,
         },
     }
     if settings.GRADLAB_LTI_SCORE_COMMENT:
-        late = target.link.is_late(earned.created_at)
-        payload["comment"] = f"gradlab submission {earned.pk}" + (" (late)" if late else "")
+        lms_late = " (late)" if target.link.is_late(shown.created_at) else ""
+        uncounted = " (late: does not count)" if earned is None else ""
+        payload["comment"] = f"gradlab submission {shown.pk}{lms_late or uncounted}"
     return payload
 
 
@@ -187,6 +195,59 @@ def _targets_to_create(*, learner_id: int, exercise_id: int) -> None:
         GradeTarget.objects.get_or_create(
             user_id=learner_id, link_id=link_id, defaults={"sub": sub[0]}
         )
+
+
+def grades_changed(sender: Any, *, exercise_id: int, learner_ids: list[int], **kwargs: Any) -> None:
+    """What counts for these learners' grades changed (submissions.signals.grades_changed:
+    a due date, the late policy, an extension): their grades post again."""
+    scores_repost(exercise_id=exercise_id, learner_ids=learner_ids)
+
+
+def scores_repost(*, exercise_id: int, learner_ids: list[int]) -> list[int]:
+    """In the transaction that changed what counts: one ScorePost per line item of each
+    learner whose grade there is no longer the one last recorded for it (posted once the
+    change commits, by the worker, as any score). A learner the LMS never got a score of
+    from gradlab gets none here. Idempotent: a second call records nothing."""
+    targets = GradeTarget.objects.filter(
+        user_id__in=learner_ids, link__exercise_id=exercise_id
+    ).select_related("link")
+    created = []
+    for target in targets:
+        last = ScorePost.objects.filter(target=target).order_by("-created_at", "-id").first()
+        latest = _latest_graded(learner_id=target.user_id, exercise_id=exercise_id)
+        if last is None or latest is None:
+            continue
+        payload = score_payload(target, latest, regrade=True)
+        if _grade_of(payload) == _grade_of(last.payload):
+            continue
+        post = ScorePost.objects.create(
+            target=target, submission=latest, payload=payload, next_attempt_at=timezone.now()
+        )
+        created.append(post.pk)
+    OUTBOX.enqueue_on_commit(created)
+    return created
+
+
+def _latest_graded(*, learner_id: int, exercise_id: int) -> Submission | None:
+    return (
+        Submission.objects.filter(
+            learner_id=learner_id,
+            exercise_id=exercise_id,
+            status=Submission.Status.GRADED,
+            preview=False,
+            score__isnull=False,
+        )
+        .select_related("exercise")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def _grade_of(payload: dict[str, Any]) -> tuple[Any, ...]:
+    """What the LMS's gradebook shows of a score: the score, its maximum, its time."""
+    submitted = payload.get("submission")
+    when = submitted.get("submittedAt") if isinstance(submitted, dict) else None
+    return payload.get("scoreGiven"), payload.get("scoreMaximum"), when
 
 
 class Outcome(str, enum.Enum):

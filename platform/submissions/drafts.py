@@ -55,3 +55,10 @@ def draft_to_open(*, draft: Draft | None, latest: Submission | None) -> Draft | 
     if latest is not None and (latest.created_at >= draft.updated_at or latest.code == draft.code):
         return None
     return draft
+
+
+def draft_delete(*, learner: AnyUser, exercise: Exercise) -> bool:
+    """Drops the learner's draft of `exercise` (the page then opens with their last
+    submission, or the starter); False when there was none."""
+    deleted, _ = Draft.objects.filter(learner_id=learner.pk, exercise=exercise).delete()
+    return deleted > 0

@@ -19,6 +19,7 @@ from django.db.models import Case, Q, QuerySet, Value, When
 from accounts.selectors import AnyUser
 from common.errors import InvalidInput, NotFound
 from courses.models import Exercise, Extension
+from submissions import signals
 from submissions.models import Submission
 
 
@@ -72,8 +73,17 @@ def deadlines_for(*, exercises: list[Exercise], learner_id: int | None) -> dict[
     }
 
 
+# What counts for a grade: graded, not held for review, not a preview, and not late where
+# the exercise's late submissions do not count (`counts` says the same of one row).
+COUNTED = (
+    Q(status=Submission.Status.GRADED, preview=False)
+    & ~Q(review=Submission.Review.HELD)
+    & ~Q(late=True, exercise__late_counts=False)
+)
+
+
 def counts(submission: Submission) -> bool:
-    """Whether a graded submission's score counts for a grade (web.selectors.COUNTED)."""
+    """Whether a graded submission's score counts for a grade (COUNTED)."""
     if submission.status != Submission.Status.GRADED or submission.preview:
         return False
     if submission.review == Submission.Review.HELD:
@@ -87,10 +97,14 @@ def _late_when(due_at: datetime | None) -> Case | Value:
     return Case(When(created_at__gt=due_at, then=Value(True)), default=Value(False))
 
 
-def late_marks_refresh(*, exercise: Exercise) -> None:
-    """Marks each submission of `exercise` late or not by its learner's due date now."""
+def late_marks_refresh(*, exercise: Exercise, policy_changed: bool = False) -> list[int]:
+    """Marks each submission of `exercise` late or not by its learner's due date now, and
+    tells the apps (signals.grades_changed: the LMS gets the new grades) whose grade may
+    have changed: the learners whose marks changed and, where `policy_changed` ("late
+    submissions count" was just changed), those with late work. Returns their ids."""
     extensions = list(Extension.objects.filter(exercise=exercise))
     with transaction.atomic():
+        before = _late_marks(exercise)
         Submission.objects.filter(exercise=exercise, preview=False).exclude(
             learner_id__in=[x.learner_id for x in extensions]
         ).update(late=_late_when(exercise.due_at))
@@ -98,6 +112,18 @@ def late_marks_refresh(*, exercise: Exercise) -> None:
             Submission.objects.filter(
                 exercise=exercise, preview=False, learner_id=extension.learner_id
             ).update(late=_late_when(extension.due_at))
+        after = _late_marks(exercise)
+        affected = {mark[0] for pk, mark in after.items() if before.get(pk) != mark}
+        if policy_changed:
+            affected |= {learner for learner, late in after.values() if late}
+        signals.submission_grades_changed(exercise_id=exercise.pk, learner_ids=affected)
+    return sorted(affected)
+
+
+def _late_marks(exercise: Exercise) -> dict[int, tuple[int, bool]]:
+    """{submission id: (learner id, late)} of the graded submissions that may count."""
+    rows = _graded(exercise).values_list("pk", "learner_id", "late")
+    return {pk: (learner_id, late) for pk, learner_id, late in rows}
 
 
 def late_policy_changes(

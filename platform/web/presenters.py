@@ -269,14 +269,19 @@ def _score(submission: Submission, report: Mapping[str, Any]) -> float:
     return float(raw) if isinstance(raw, int | float) else 0.0
 
 
+def submission_badge(submission: Submission) -> str:
+    """A submission's status word in lists (a key of STATUS_LABELS): held first, then
+    passed or failing once graded, else its status."""
+    if submission.review == Submission.Review.HELD:
+        return HELD
+    if submission.status == Submission.Status.GRADED:
+        return "passed" if submission.passed else "failing"
+    return str(submission.status)
+
+
 def history_item(submission: Submission) -> HistoryItem:
     """One line of a submission list. A held submission shows no score to anyone."""
-    if submission.review == Submission.Review.HELD:
-        status = HELD
-    elif submission.status == Submission.Status.GRADED:
-        status = "passed" if submission.passed else "failing"
-    else:
-        status = submission.status
+    status = submission_badge(submission)
     return HistoryItem(
         id=submission.pk,
         status=submission.status,

@@ -16,7 +16,7 @@ from accounts.selectors import AnyUser
 from courses.manifest import stored_manifest
 from courses.models import Exercise, ExerciseJob, ExerciseVersion, Module
 from courses.selectors import exercises_visible_to
-from submissions.late import Deadline, deadlines_for
+from submissions.late import COUNTED, Deadline, deadlines_for
 from submissions.mastery import diagnosis_title
 from submissions.models import CheckResult, Submission
 from web.deadlines import DeadlineView, deadline_view
@@ -84,6 +84,8 @@ class GradeRow:
     # submission was late.
     submitted: tuple[datetime | None, ...] = ()
     late: tuple[bool, ...] = ()
+    name: str = ""  # first and last name, where the account has them
+    held: tuple[bool, ...] = ()  # per exercise: a submission of theirs is held for review
 
     @property
     def late_count(self) -> int:
@@ -105,13 +107,6 @@ def module_exercises(module: Module) -> QuerySet[Exercise]:
     )
 
 
-# What counts for a grade: graded, not held for review, not a preview, and not late where
-# the exercise's late submissions do not count.
-COUNTED = (
-    Q(status=Submission.Status.GRADED, preview=False)
-    & ~Q(review=Submission.Review.HELD)
-    & ~Q(late=True, exercise__late_counts=False)
-)
 # Graded and made after the due date of an exercise whose late submissions do not count.
 LATE_UNCOUNTED = Q(
     status=Submission.Status.GRADED, preview=False, late=True, exercise__late_counts=False
@@ -245,20 +240,22 @@ def _top(
     )
 
 
-def gradebook(module: Module) -> tuple[list[Exercise], list[GradeRow]]:
+def gradebook(module: Module, *, search: str = "") -> tuple[list[Exercise], list[GradeRow]]:
+    """The module's exercises and, by username, a row per learner (those `search` matches:
+    learners_matching), in a fixed number of queries whatever the number of learners."""
     exercises = list(module_exercises(module))
+    users = learners_matching(module_learners(module), search)
+    subs = class_submissions(module)
+    if search.strip():
+        subs = subs.filter(learner__in=users.values("pk"))
     best = {
         (row["learner_id"], row["exercise_id"]): row["best"]
-        for row in class_submissions(module)
-        .filter(COUNTED)
+        for row in subs.filter(COUNTED)
         .values("learner_id", "exercise_id")
         .annotate(best=Max("score"))
     }
-    learner_ids = Enrollment.objects.filter(module=module, role=Enrollment.Role.LEARNER).values(
-        "user_id"
-    )
-    users = get_user_model().objects.filter(pk__in=learner_ids).order_by("username")
-    last = _last_submissions(module)
+    last = _last_submissions(subs)
+    held = set(subs.filter(review=Submission.Review.HELD).values_list("learner_id", "exercise_id"))
     rows = [
         GradeRow(
             user_id=u.pk,
@@ -267,18 +264,45 @@ def gradebook(module: Module) -> tuple[list[Exercise], list[GradeRow]]:
             scores=tuple(best.get((u.pk, e.pk)) for e in exercises),
             submitted=tuple(last.get((u.pk, e.pk), (None, False))[0] for e in exercises),
             late=tuple(last.get((u.pk, e.pk), (None, False))[1] for e in exercises),
+            name=_full_name(u),
+            held=tuple((u.pk, e.pk) in held for e in exercises),
         )
         for u in users
     ]
     return exercises, rows
 
 
-def _last_submissions(module: Module) -> dict[tuple[int, int], tuple[datetime, bool]]:
+# The user fields a search of learners looks in (django.contrib.auth's User).
+SEARCHED_FIELDS = ("username", "first_name", "last_name", "email")
+
+
+def learners_matching(users: QuerySet[Any], search: str) -> QuerySet[Any]:
+    """The users of which every word of `search` is part of the username, the first or
+    last name or the e-mail, ignoring case (icontains: PostgreSQL and SQLite alike)."""
+    fields = [f for f in SEARCHED_FIELDS if _has_field(users.model, f)]
+    for word in search.split():
+        match = Q()
+        for field in fields:
+            match |= Q(**{f"{field}__icontains": word})
+        users = users.filter(match)
+    return users
+
+
+def _has_field(model: Any, name: str) -> bool:
+    return any(f.name == name for f in model._meta.get_fields())
+
+
+def _full_name(user: Any) -> str:
+    full = getattr(user, "get_full_name", None)
+    return str(full()).strip() if callable(full) else ""
+
+
+def _last_submissions(
+    subs: QuerySet[Submission],
+) -> dict[tuple[int, int], tuple[datetime, bool]]:
     """(learner, exercise) -> (when they last submitted it, whether that one was late)."""
-    rows = (
-        class_submissions(module)
-        .values("learner_id", "exercise_id")
-        .annotate(last=Max("created_at"), last_late=Max("created_at", filter=Q(late=True)))
+    rows = subs.values("learner_id", "exercise_id").annotate(
+        last=Max("created_at"), last_late=Max("created_at", filter=Q(late=True))
     )
     return {
         (row["learner_id"], row["exercise_id"]): (row["last"], row["last_late"] == row["last"])
@@ -298,6 +322,41 @@ def learner_submissions(*, module: Module, learner_id: int) -> QuerySet[Submissi
     return (
         Submission.objects.filter(exercise__module=module, learner_id=learner_id)
         .select_related("exercise", "version")
+        .order_by("-created_at", "-id")
+    )
+
+
+_GRADED = Q(status=Submission.Status.GRADED) & ~Q(review=Submission.Review.HELD)
+# The status filter of an exercise's submission list, by the badge each shows
+# (web.presenters.submission_badge).
+SUBMISSION_FILTERS: dict[str, Q] = {
+    "queued": Q(status=Submission.Status.QUEUED),
+    "running": Q(status=Submission.Status.RUNNING),
+    "passed": _GRADED & Q(passed=True),
+    "failing": _GRADED & ~Q(passed=True),
+    "failed": Q(status=Submission.Status.FAILED),
+    "held": Q(review=Submission.Review.HELD),
+}
+
+
+def exercise_submissions(
+    exercise: Exercise, *, search: str = "", status: str = "", late_only: bool = False
+) -> QuerySet[Submission]:
+    """Every submission of `exercise` (an author's previews aside), newest first: those of
+    the users `search` matches (learners_matching), with the badge `status` (a key of
+    SUBMISSION_FILTERS; any other: all), only the late ones if `late_only`. Without their
+    code and report, which a list does not show."""
+    subs = Submission.objects.filter(exercise=exercise, preview=False)
+    if search.strip():
+        users = learners_matching(get_user_model().objects.all(), search)
+        subs = subs.filter(learner__in=users.values("pk"))
+    if status in SUBMISSION_FILTERS:
+        subs = subs.filter(SUBMISSION_FILTERS[status])
+    if late_only:
+        subs = subs.filter(late=True)
+    return (
+        subs.select_related("learner", "exercise")
+        .defer("code", "report")
         .order_by("-created_at", "-id")
     )
 

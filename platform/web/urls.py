@@ -1,8 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from web.views import deadlines, instructor, learner, signin
-from web.views.authoring import editor, members, module, preview, publishing
+from web.views import compare, deadlines, enrolment, instructor, learner, signin
+from web.views.authoring import editor, history, members, module, preview, publishing
 
 app_name = "web"
 
@@ -27,7 +27,20 @@ urlpatterns: list[URLPattern | URLResolver] = [
         learner.submission_status,
         name="submission_status",
     ),
+    path("submissions/<int:submission_id>/compare/", compare.compare_attempts, name="compare"),
+    path("join/", enrolment.join_code, name="join_code"),
+    path("join/<str:code>/", enrolment.join, name="join"),
     path("teach/<slug:module_slug>/", instructor.teach_module, name="teach_module"),
+    path(
+        "teach/<slug:module_slug>/enrolment-links/",
+        enrolment.link_create,
+        name="enrolment_link_create",
+    ),
+    path(
+        "teach/<slug:module_slug>/enrolment-links/<int:link_id>/revoke/",
+        enrolment.link_revoke,
+        name="enrolment_link_revoke",
+    ),
     path("teach/<slug:module_slug>/grades.csv", instructor.grades_csv, name="grades_csv"),
     path(
         "teach/<slug:module_slug>/submissions/<int:submission_id>/review/",
@@ -43,6 +56,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/",
         instructor.teach_exercise,
         name="teach_exercise",
+    ),
+    path(
+        "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/submissions/",
+        instructor.exercise_submissions,
+        name="exercise_submissions",
     ),
     path(
         "teach/<slug:module_slug>/exercises/<slug:exercise_slug>/validate/",
@@ -104,6 +122,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
             ("validation/", preview.validation_status, "author_validation"),
             ("try/", preview.try_exercise, "author_try"),
             ("diff/", preview.version_diff, "author_diff"),
+            ("restore/", history.restore_draft, "author_restore"),
         )
     ),
 ]

@@ -1,6 +1,6 @@
 """Instructor pages: class statistics, submissions held for review (release or reject),
-one learner's work, grade export, regrade and validation of an exercise. Each starts with
-courses.access.module_get_taught (403)."""
+the gradebook, one learner's work, one exercise's submissions, grade export, regrade and
+validation of an exercise. Each starts with courses.access.module_get_taught (403)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,17 @@ from submissions.mastery import SHOWN, class_mastery, learner_mastery_of
 from submissions.services import submission_review, submission_review_check
 from web import selectors
 from web.deadlines import Schedule
+from web.gradebook import (
+    STATUS_CHOICES,
+    GradebookQuery,
+    SubmissionsQuery,
+    gradebook_table,
+    submissions_page,
+)
 from web.mistakes import learner_mistakes
 from web.presenters import history_item
 from web.selectors import GradeRow
+from web.views.enrolment import links_panel
 
 VALIDATE = ExerciseJob.Kind.VALIDATE
 REGRADE = ExerciseJob.Kind.REGRADE
@@ -38,7 +46,6 @@ REGRADE_PREVIEW = ExerciseJob.Kind.REGRADE_PREVIEW
 @require_GET
 def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
     module = module_get_taught(slug=module_slug, user=request.user)
-    exercises, grades = selectors.gradebook(module)
     held, reviewed = selectors.flagged_submissions(module)
     context = {
         "module": module,
@@ -47,11 +54,10 @@ def teach_module(request: HttpRequest, module_slug: str) -> HttpResponse:
         "stats": selectors.exercise_stats(module),
         "mastery": class_mastery(module=module),
         "shown_at": SHOWN,
-        "exercises": exercises,
-        "grades": grades,
-        "max_total": sum(e.points for e in exercises),
+        "gradebook": gradebook_table(module, GradebookQuery.from_get(request.GET)),
         "lms_failures": score_failures(module_id=module.pk),
         "lms_links": module_lms_links(module_id=module.pk),
+        "enrolment": links_panel(request, module),
         "nav": "teach",
     }
     return render(request, "web/teach_module.html", context)
@@ -78,8 +84,33 @@ def teach_learner(request: HttpRequest, module_slug: str, user_id: int) -> HttpR
 
 @login_required
 @require_GET
+def exercise_submissions(
+    request: HttpRequest, module_slug: str, exercise_slug: str
+) -> HttpResponse:
+    module = module_get_taught(slug=module_slug, user=request.user)
+    exercise = exercise_get_in_module(module=module, slug=exercise_slug)
+    query = SubmissionsQuery.from_get(request.GET)
+    context = {
+        "module": module,
+        "exercise": exercise,
+        "query": query,
+        "page": submissions_page(exercise, query),
+        "statuses": STATUS_CHOICES,
+        "crumbs": [
+            (f"Teach: {module.title}", _teach_url(module)),
+            (exercise.title, reverse("web:teach_exercise", args=[module.slug, exercise.slug])),
+            ("Submissions", ""),
+        ],
+        "nav": "teach",
+    }
+    return render(request, "web/exercise_submissions.html", context)
+
+
+@login_required
+@require_GET
 def grades_csv(request: HttpRequest, module_slug: str) -> HttpResponse:
     module = module_get_taught(slug=module_slug, user=request.user)
+    # Always the whole gradebook, by username: the page's search and sort do not apply.
     exercises, grades = selectors.gradebook(module)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{module.slug}-grades.csv"'

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
+from authoring import history
 from authoring import services as authoring
 from common.errors import InvalidInput
 from courses.access import module_get_reviewed, module_is_taught_by
@@ -55,6 +56,8 @@ def author_exercise(request: HttpRequest, module_slug: str, exercise_slug: str) 
         "statement_html": mark_safe(draft.version.statement_html),  # nh3-sanitised when saved
         "job": job,
         "versions": exercise.versions.filter(number__isnull=False).order_by("-number"),
+        "history": history.exercise_history(exercise=exercise),
+        "drafts_kept_note": history.drafts_kept_note(),
         "may_edit": module_is_taught_by(module_id=module.pk, user=request.user),
         "new_file_kinds": NEW_FILE_KINDS,
         "check_types": sorted(REGISTRY),

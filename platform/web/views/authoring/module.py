@@ -101,8 +101,8 @@ def _replaced(before: dict[str, int], after: dict[str, int]) -> list[str]:
 def replaced_message(slugs: list[str]) -> str:
     return (
         f"The import replaced the unpublished draft of {len(slugs)} exercise(s): "
-        f"{', '.join(slugs)}. Import “as copies” to keep a draft and the imported "
-        "exercise side by side."
+        f"{', '.join(slugs)}. Each replaced draft is in its exercise's History, to restore; "
+        "import “as copies” to keep a draft and the imported exercise side by side."
     )
 
 

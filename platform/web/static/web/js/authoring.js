@@ -16,15 +16,35 @@
     return field ? field.value : "";
   }
 
+  var FOCUSABLE = "a[href], button:not([disabled]), input:not([disabled]):not([type=hidden]), " +
+    "select:not([disabled]), textarea:not([disabled]), summary, [tabindex]";
+
+  // Esc in an editor (where Tab indents): the keyboard goes on to the first control after
+  // it, so no editor is a trap (WCAG 2.1.2). Another editor's content is in its shadow root,
+  // out of this search: Tab goes on into it.
+  function focusAfter(host) {
+    var all = document.querySelectorAll(FOCUSABLE);
+    for (var i = 0; i < all.length; i += 1) {
+      var next = all[i];
+      var after = host.compareDocumentPosition(next) & Node.DOCUMENT_POSITION_FOLLOWING;
+      if (after && next.tabIndex >= 0 && next.getClientRects().length) {
+        next.focus();
+        return;
+      }
+    }
+    document.getElementById("content").focus();
+  }
+
   function attachEditor(textarea, onSubmit) {
     if (typeof window.gradlabEditor === "undefined") { return null; }
+    var host = null;
     var editor = window.gradlabEditor.attach(textarea, {
       onSubmit: onSubmit || function () {},
-      onEscape: function () {},
+      onEscape: function () { if (host) { focusAfter(host); } },
       language: textarea.dataset.language
     });
     editors += 1;
-    var host = editor.view.dom.getRootNode().host;
+    host = editor.view.dom.getRootNode().host;
     if (host) {
       host.id = textarea.id ? textarea.id + "-editor" : "code-editor-" + editors;
       if (textarea.dataset.path) { host.dataset.path = textarea.dataset.path; }

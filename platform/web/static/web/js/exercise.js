@@ -88,6 +88,39 @@
     editor.markLine(parseInt(crash.dataset.errorLine, 10));
   }
 
+  // The keyboard's way from the status line (right after the Submit button) to the new
+  // feedback: the link moves the focus to its heading (WCAG 2.4.3 focus order).
+  function readFeedbackLink() {
+    var link = document.createElement("a");
+    link.href = "#feedback-heading";
+    link.className = "read-feedback";
+    link.textContent = "Read the feedback";
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      focusInView(document.getElementById("feedback-heading"));
+    });
+    return link;
+  }
+
+  function focusInView(element) {
+    if (!element) { return; }
+    element.focus({ preventScroll: true });
+    element.scrollIntoView({ block: "start" });
+  }
+
+  // "Jump to editor" (a phone's one column puts the statement first): the focus goes into
+  // the editor, or the plain textarea without it.
+  function jumpToEditor(editor, textarea) {
+    var link = document.getElementById("jump-to-editor");
+    if (!link) { return; }
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      var frame = textarea.closest(".editor-frame") || textarea;
+      frame.scrollIntoView({ block: "start" });
+      if (editor) { editor.focus(); } else { textarea.focus({ preventScroll: true }); }
+    });
+  }
+
   // Only the newest submission's poller may update the page.
   var generation = 0;
 
@@ -112,6 +145,7 @@
         }
       }
       setStatus(statusBox, data.status, text);
+      statusBox.appendChild(readFeedbackLink());
       submitButton.disabled = false;
       var heading = feedback.querySelector("h2, h3");
       if (heading) { heading.setAttribute("tabindex", "-1"); }
@@ -308,6 +342,7 @@
     document.documentElement.classList.add("js");
     var keeper = form.dataset.draftUrl ? drafts(form, textarea, editor) : null;
     attempts(history, keeper, editor);
+    jumpToEditor(editor, textarea);
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
