@@ -1,7 +1,8 @@
 """Root of the test suite. Plugins:
 - lanes: markers by folder and fixture (`make test-fast` deselects sandbox, docker, browser,
   worker) and the guard that fails a test starting one of those without its marker;
-- gradlab_fixtures: the shared fixtures (catalog, personas, a real Celery worker).
+- gradlab_fixtures: the shared fixtures (catalog, personas, a real Celery worker);
+- browser_fixtures: Chromium (the session's Playwright browser, pages, screenshots).
 """
 
-pytest_plugins = ["pytester", "lanes", "gradlab_fixtures"]
+pytest_plugins = ["pytester", "lanes", "gradlab_fixtures", "browser_fixtures"]

@@ -6,108 +6,18 @@ with a REAL Celery worker process grading through the real sandbox.
 - The catalog, the personas (alice_learner, bob_instructor, ...) and the worker
   (`grading_worker`: `celery -A config.celery_app worker` on the test database, consuming
   a queue of its own) come from tests/gradlab_fixtures.py, shared with tests/platform.
-- Chromium is /usr/bin/chromium (scripts/setup-browser.sh installs it). Without it the
-  tests skip, unless GRADLAB_REQUIRE_BROWSER=1 (CI), where they fail.
-- Screenshots land in test-artifacts/screenshots/ (git-ignored).
+- Chromium, its pages and screenshots come from tests/browser_fixtures.py (any folder's
+  tests may use them); this file adds signing in.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from browser_fixtures import LAPTOP
 from gradlab_fixtures import PASSWORD
-
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
-REQUIRE_BROWSER_ENV = "GRADLAB_REQUIRE_BROWSER"
-LAPTOP = {"width": 1366, "height": 900}
-TABLET = {"width": 820, "height": 1180}
-
-# Playwright's sync API keeps an event loop on this thread; the ORM calls of the fixtures
-# are still plain synchronous code, so Django's async-safety guard would misfire.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-def _browser_required() -> bool:
-    return os.environ.get(REQUIRE_BROWSER_ENV, "") == "1"
-
-
-def _missing(reason: str) -> None:
-    if _browser_required():
-        pytest.fail(f"{reason} ({REQUIRE_BROWSER_ENV}=1): run scripts/setup-browser.sh")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        _missing(f"{CHROMIUM} is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("the Playwright Python package is not installed")
-    vendor = ROOT / "platform" / "web" / "static" / "web" / "vendor" / "codemirror"
-    if not vendor.exists():
-        _missing("front-end assets are missing: run scripts/setup-browser.sh --assets-only")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-class PageProblems:
-    """Console errors and Content-Security-Policy violations seen by a page."""
-
-    def __init__(self) -> None:
-        self.errors: list[str] = []
-
-    def listen(self, page: Any) -> None:
-        page.on("console", self._console)
-        page.on("pageerror", lambda error: self.errors.append(f"pageerror: {error}"))
-
-    def _console(self, message: Any) -> None:
-        if message.type == "error":
-            self.errors.append(message.text)
-
-
-@pytest.fixture
-def page_problems() -> PageProblems:
-    return PageProblems()
-
-
-@pytest.fixture
-def new_page(browser: Any, page_problems: PageProblems) -> Iterator[Callable[..., Any]]:
-    contexts: list[Any] = []
-
-    def make(viewport: dict[str, int] = LAPTOP, **options: Any) -> Any:
-        context = browser.new_context(viewport=viewport, **options)
-        context.set_default_timeout(20_000)
-        contexts.append(context)
-        page = context.new_page()
-        page_problems.listen(page)
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
-@pytest.fixture
-def screenshot() -> Callable[[Any, str], Path]:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-
-    def take(page: Any, name: str) -> Path:
-        path = SCREENSHOTS / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        return path
-
-    return take
 
 
 def sign_in(page: Any, base_url: str, username: str) -> None:

@@ -1,6 +1,7 @@
 """`scripts/run.sh` (what `make run` runs after setup): the README's "done when", end to
 end. It comes up on PORT, prints demo tokens that work with curl-like requests, grades a
-right and a wrong chain-rule solution, and stops everything it started on SIGTERM."""
+right and a wrong chain-rule solution, serves its pages to Chromium on its embedded SQLite
+database, and stops everything it started on SIGTERM."""
 
 from __future__ import annotations
 
@@ -141,12 +142,40 @@ def _pages_and_mastery_answer(running: Running, wrong_id: int) -> None:
     assert any(o["failures"] for o in whole.json()["objectives"])
 
 
+def _pages_work_in_chromium(running: Running, new_page: Any, page_problems: Any) -> None:
+    """The learner's and the instructor's story in a real browser on run.sh's SQLite: the
+    module page lists the exercise, its page opens with the editor and the latest
+    submission's diagnosis, the gradebook lists the learner; no console error or CSP
+    violation on the way."""
+    accounts = {name: password for name, password, _ in ACCOUNT_LINE.findall(running.output())}
+    page = new_page()
+    for username in ("demo-learner", "demo-instructor"):
+        page.goto(running.url("/accounts/login/"))
+        page.get_by_label("Username").fill(username)
+        page.get_by_label("Password").fill(accounts[username])
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(lambda address: "/accounts/login/" not in address)
+        if username == "demo-learner":
+            module = page.goto(running.url(f"/modules/{MODULE_SLUG}/"))
+            assert module is not None and module.status == 200
+            page.locator(f"main a[href$='/{E2E_SLUG}/']").first.click()
+            page.wait_for_selector(".code-editor")
+            assert "hard-coded" in page.content()
+        else:
+            teach = page.goto(running.url(f"/teach/{MODULE_SLUG}/"))
+            assert teach is not None and teach.status == 200
+            assert page.locator("tr[data-learner=demo-learner]").count() == 1
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url("**/accounts/login/")
+    assert page_problems.errors == []
+
+
 def _token(token: str) -> dict[str, str]:
     return {"Authorization": f"Token {token}"}
 
 
-def test_run_script_serves_grades_and_stops_everything_on_sigterm(
-    running_platform: Running,
+def test_run_script_serves_grades_and_pages_and_stops_everything_on_sigterm(
+    running_platform: Running, new_page: Any, page_problems: Any
 ) -> None:
     output = running_platform.output()
     token = TOKEN_LINE.search(output)
@@ -162,6 +191,7 @@ def test_run_script_serves_grades_and_stops_everything_on_sigterm(
     assert wrong["status"] == "graded" and wrong["passed"] is False
     assert "hard-coded" in {check["diagnosis"] for check in wrong["checks"]}
     _pages_and_mastery_answer(running_platform, wrong["id"])
+    _pages_work_in_chromium(running_platform, new_page, page_problems)
 
     running_platform.process.send_signal(signal.SIGTERM)
     running_platform.process.wait(timeout=STOP_TIMEOUT_S)
