@@ -3,7 +3,7 @@ bundles) finds no serious or critical violation on any page, a learner's and an
 instructor's, at 1366x768 and on a 390x844 touch phone, where every input's text is at
 least 16 px (no zoom on focus) and every target at least 24 px or spaced apart (2.5.8,
 axe's target-size); keyboard alone reaches the editor, types, submits and reads the
-feedback, and edits and validates an exercise; Esc, then Tab, leaves every code editor
+feedback, finds a held submission and releases it, and edits and validates an exercise; Esc, then Tab, leaves every code editor
 (2.1.2, no keyboard trap: Tab indents inside them); a phone's exercise page starts with a
 "Jump to editor" link. No worker runs: grades are written by the worker's own final write.
 Screenshots: test-artifacts/screenshots/a11y-390-*.png."""
@@ -409,6 +409,39 @@ def test_a_learner_reaches_the_editor_types_submits_and_reads_the_feedback_by_ke
     assert submission.code == "y = 1"
     assert page_problems.errors == []
     purge_queue(worker_queue)
+
+
+def test_an_instructor_finds_a_held_submission_and_releases_it_by_keyboard_alone(
+    live_server: Any,
+    signed_in: Any,
+    alice_learner: Any,
+    bob_instructor: Any,
+    page_problems: Any,
+) -> None:
+    """The instructor's story: from the exercise's list of submissions, search for the
+    learner, open the held one, Release, confirm; Tab and Enter only."""
+    from submissions.models import Submission
+
+    held = _graded(alice_learner, "first-gradient", held_report())
+    page = signed_in(bob_instructor, LAPTOP_768)
+    page.goto(url(live_server, "exercise_submissions", MODULE_SLUG, "first-gradient"))
+
+    tab_until(page, lambda where: where.startswith("input|submissions-q|"))
+    page.keyboard.type(alice_learner.get_username())
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    tab_until(page, lambda where: where.startswith("a|") and f"#{held}" in where)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    tab_until(page, lambda where: where == "button||Release")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    tab_until(page, lambda where: where.startswith("button||Yes, release"))
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    assert Submission.objects.get(pk=held).review == "released"
+    assert page_problems.errors == []
 
 
 def test_esc_then_tab_leaves_every_code_editor_and_an_author_edits_and_validates_by_keyboard(
