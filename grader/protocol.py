@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 PROTOCOL_VERSION = 1
+# The first line of the harness's stdin: "GRADLAB-JOB <envelope line's bytes>\n"
+# (FORMAT.md section 2; grader/harness/main.py reads exactly that many, never past them).
+JOB_HEADER = "GRADLAB-JOB"
 # The most bytes of the result frame's header line ("GRADLAB-RESULT <nonce> <length>\n")
 # around the capture on the harness's stdout (FORMAT.md section 2).
 FRAME_OVERHEAD_BYTES = 256
@@ -71,7 +75,7 @@ class RunStatus(str, enum.Enum):
 
 @dataclass(frozen=True)
 class SandboxRequest:
-    """One run of the harness. `stdin` (job envelope line + nonce line, FORMAT.md section 2)
+    """One run of the harness. `stdin` (`Envelope.stdin`, FORMAT.md section 2)
     is written to the harness, then closed. `device` is "cpu" or "cuda"."""
 
     job_id: str
@@ -99,12 +103,13 @@ class EnvelopeLimits:
 
 @dataclass(frozen=True)
 class Envelope:
-    """One job of the harness, built once per run: the first line of its stdin
-    (`to_json`, FORMAT.md section 2). A field left None (False for `seed_by_learner`) is
+    """One job of the harness, built once per run: its stdin (`stdin`; the envelope line
+    is `to_json`, FORMAT.md section 2). A field left None (False for `seed_by_learner`) is
     not sent: `entry`, `seed`, `trials` are a function exercise's reference job's, `cases`
-    a function exercise's learner job's; `stand_in` and `grad_scale` ask the harness for a
-    stand-in GPU and scaled gradient seeds (the second run's other starting values are
-    written into the source itself, grader/rewrite.py)."""
+    a function exercise's learner job's (on the cases line, never in the envelope's);
+    `stand_in` and `grad_scale` ask the harness for a stand-in GPU and scaled gradient
+    seeds (the second run's other starting values are written into the source itself,
+    grader/rewrite.py)."""
 
     kind: str  # "script" | "function"
     mode: str  # "reference" | "learner"
@@ -120,8 +125,21 @@ class Envelope:
     grad_scale: float | None = None
     protocol: int = PROTOCOL_VERSION
 
+    def stdin(self, nonce: str) -> bytes:
+        """The harness's whole stdin (FORMAT.md section 2): the header line with the
+        envelope line's length, the envelope line, the cases line (a learner function
+        job's hidden cases, else `[]`: the parent reads it only after it forked the
+        child), the nonce line."""
+        envelope = json.dumps(self.to_json(), separators=(",", ":"), allow_nan=False)
+        hidden = self.kind == "function" and self.mode == "learner"
+        cases = [dict(case) for case in self.cases or ()] if hidden else []
+        line = envelope.encode("utf-8")
+        body = json.dumps(cases, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        header = f"{JOB_HEADER} {len(line)}\n".encode("ascii")
+        return header + line + b"\n" + body + b"\n" + f"{nonce}\n".encode("ascii")
+
     def to_json(self) -> dict[str, Any]:
-        """The JSON object the harness reads (grader/harness/main.py)."""
+        """The envelope line's JSON object (grader/harness/main.py); never the cases."""
         raw: dict[str, Any] = {
             "protocol": self.protocol,
             "kind": self.kind,
@@ -131,12 +149,10 @@ class Envelope:
         }
         if self.seed_by_learner:
             raw["seed_by_learner"] = True
-        cases = None if self.cases is None else [dict(case) for case in self.cases]
         optional = {
             "entry": self.entry,
             "seed": self.seed,
             "trials": self.trials,
-            "cases": cases,
             "stand_in": self.stand_in,
             "grad_scale": self.grad_scale,
         }

@@ -229,8 +229,13 @@ DESCRIPTIONS: dict[str, Callable[[CheckSpec], str]] = {
     ),
     "no_autograd": _no_autograd,
     "max_batch": lambda check: (
-        "the model's layers never see more samples in one call than the micro-batch size, "
-        "and each sees every sample"
+        "a claim, from a watch inside your process: the model's layers never see more "
+        "samples in one call than the micro-batch size, and each sees every sample"
+    ),
+    "grad_per_batch": lambda check: (
+        "the grader hands you the micro-batches one at a time and copies every `param.grad` "
+        "before it gives you the next one: each copy equals the gradient accumulated over "
+        "the micro-batches so far"
     ),
     "retains_grad": lambda check: (
         f"{_code(check.target)} keeps its gradient through `{check.target}.retain_grad()` "
@@ -256,10 +261,6 @@ DESCRIPTIONS: dict[str, Callable[[CheckSpec], str]] = {
     "double_backward": lambda check: (
         "each second-order value comes from autograd differentiating a first derivative "
         "taken with `create_graph=True` (finite differences or a formula do not count)"
-    ),
-    "backward_per_batch": lambda check: (
-        "one `backward()` per micro-batch, each adding into `.grad` (outputs joined into "
-        "one loss and one backward do not count)"
     ),
     "graph_reused": lambda check: (
         "the second `backward()` goes through the graph the first one retained (a graph "

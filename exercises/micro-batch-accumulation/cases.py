@@ -3,9 +3,12 @@
 A case describes a small nn.Sequential as plain data (layer types, weights, and the stale
 gradients the model carries when the learner's function is called), a loss by name, the
 batch and the micro-batch size. The harness (grader/harness/casework.py) builds the model
-and the loss from that data, calls the learner and observes the model (its parameters
-and their .grad). Copies of the model holding the gradients that known mistakes would
-leave are computed here, as variants, and never leave the reference's capture.
+and the loss from that data and hands the learner the batch as a one-pass stream of
+micro-batches (grader/harness/construct.py, `micro_batches`), copying every parameter's
+.grad before each micro-batch ("partial_grads"); it observes the model (its
+parameters and their .grad) and those copies. Copies of the model holding the gradients
+that known mistakes would leave, and the copies those mistakes would leave, are computed
+here, as variants, and never leave the reference's capture.
 """
 
 import copy
@@ -61,27 +64,43 @@ def _case(sizes, activation, loss, n, micro_batch_size, dtype, generator, visibl
             "loss_name": loss,
             "X": X,
             "y": y,
+            "batch_size": n,
             "micro_batch_size": micro_batch_size,
         },
         "build": [
             {"set": "model", "op": "sequential", "args": ["layers", "dtype"]},
             {"set": "loss_fn", "op": "loss", "args": ["loss_name"]},
+            {
+                "set": "micro_batches",
+                "op": "micro_batches",
+                "args": ["model", "X", "y", "micro_batch_size"],
+                "records": "partial_grads",
+            },
         ],
-        "call": {"args": ["model", "loss_fn", "X", "y", "micro_batch_size"]},
-        "observe": {"model": "model"},
-        "watch": ["batch"],  # the samples each layer of the model sees per call
+        "call": {"args": ["model", "loss_fn", "micro_batches", "batch_size", "micro_batch_size"]},
+        "observe": {"model": "model", "partial_grads": "partial_grads"},
+        "watch": ["batch"],  # the samples each layer of the model sees per call (a claim)
     }
 
 
 def variants(case, env):
-    stale_kept = _accumulated(env, "right")
-    for stale, param in zip(_stale(env), stale_kept.parameters(), strict=True):
-        param.grad += stale.to(param.dtype)
+    stale_kept, kept_partials = _accumulated(env, "right")
+    stale = _stale(env)
+    for grad, param in zip(stale, stale_kept.parameters(), strict=True):
+        param.grad += grad.to(param.dtype)
+    flat_stale = torch.cat([grad.reshape(-1) for grad in stale])
+    unscaled, unscaled_partials = _accumulated(env, "unscaled")
+    last_only, last_only_partials = _accumulated(env, "last_only")
+    dropped, dropped_partials = _accumulated(env, "dropped_remainder")
     return {
-        "unscaled": _accumulated(env, "unscaled"),
-        "last_only": _accumulated(env, "last_only"),
-        "dropped_remainder": _accumulated(env, "dropped_remainder"),
+        "unscaled": unscaled,
+        "last_only": last_only,
+        "dropped_remainder": dropped,
         "stale_kept": stale_kept,
+        "unscaled_partials": unscaled_partials,
+        "last_only_partials": last_only_partials,
+        "dropped_remainder_partials": dropped_partials,
+        "stale_kept_partials": [p + flat_stale.to(p.dtype) for p in kept_partials],
     }
 
 
@@ -96,7 +115,8 @@ def _stale(env):
 
 def _accumulated(env, mistake):
     """A copy of the case's model holding the gradients a (possibly mistaken)
-    accumulation loop leaves, starting from cleared gradients."""
+    accumulation loop leaves, starting from cleared gradients, and the flattened grads
+    it holds whenever it takes the next micro-batch (what the harness copies)."""
     model = copy.deepcopy(env["model"])
     model.zero_grad(set_to_none=True)
     loss_fn, X, y, size = env["loss_fn"], env["X"], env["y"], int(env["micro_batch_size"])
@@ -105,7 +125,10 @@ def _accumulated(env, mistake):
     if mistake == "dropped_remainder":  # n // size micro-batches, as in the course notes
         starts = starts[: n // size]
     count = len(starts)
-    for start in starts:
+    partials = []
+    for index, start in enumerate(starts):
+        if index:
+            partials.append(_flat_grads(model))
         if mistake == "last_only":
             model.zero_grad()
         xb, yb = X[start : start + size], y[start : start + size]
@@ -115,4 +138,13 @@ def _accumulated(env, mistake):
         elif mistake in ("last_only", "dropped_remainder"):
             loss = loss / count
         loss.backward()
-    return model
+    return model, partials
+
+
+def _flat_grads(model):
+    return torch.cat(
+        [
+            torch.zeros(p.numel(), dtype=p.dtype) if p.grad is None else p.grad.reshape(-1)
+            for p in model.parameters()
+        ]
+    )

@@ -1,8 +1,7 @@
-def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
-    """Leave in every param.grad the gradient of loss_fn(model(X), y) over the whole
-    batch, while only ever running the model on micro_batch_size samples at a time."""
+def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):
+    """Leave in every param.grad the gradient of the full-batch loss, while only ever
+    running the model on one micro-batch at a time."""
     # Hint: model.parameters() may hold stale gradients from an earlier step.
-    for start in range(0, len(X), micro_batch_size):
-        x_micro = X[start : start + micro_batch_size]
-        y_micro = y[start : start + micro_batch_size]
-        # ... forward, loss, backward
+    for x_micro, y_micro in micro_batches:
+        loss = loss_fn(model(x_micro), y_micro)
+        # ... weight this micro-batch's loss, then backward, before taking the next one

@@ -6,6 +6,10 @@ made the learner's code do itself, on hidden inputs (grader/harness/construct.py
   precision (`exact`, relative to the case's scale), tighter than any finite difference.
 - `exact_values` (zone 1): the named observations equal the reference's to float64
   precision (a backward pass by hand is exact; finite differences are not).
+- `grad_per_batch` (zone 1): the harness handed the micro-batches out one at a time and
+  copied the parameters' `.grad` before each one; each copy but the first (what the loop
+  started from) must equal the reference's partial sum: the gradient accumulated over the
+  micro-batches so far.
 - `derivative_claim` and `backward_pass_claim` (zone 3, claims, small points): what a
   watch in the learner's interpreter saw while the harness called the code: built-in
   derivative operators, complex numbers, dual numbers.
@@ -26,15 +30,17 @@ from grader.capture import (
     Value,
 )
 from grader.checks.base import CheckSpec, Outcome, each_trial, failed, passed
-from grader.checks.compare import dtype_accepted
+from grader.checks.compare import Tolerance, compare_values, dtype_accepted
 from grader.checks.formatting import Missing
 from grader.checks.options import (
     CheckOptions,
     OptionContext,
     _Invalid,
     option,
+    options_of,
     tolerance,
 )
+from grader.checks.runs import GradHistoryOptions
 from grader.checks.trials import Trial
 
 WATCH_KEY = "@watch"
@@ -222,6 +228,80 @@ def _arrays(observed: Mapping[str, Value]) -> tuple[str, ...]:
 
 def _value(value: Value | Missing) -> Value | None:
     return None if isinstance(value, Missing) else value
+
+
+# -- grad_per_batch (zone 1) ----------------------------------------------------------
+
+NOTHING_ADDED = (
+    "your code asked for the next micro-batch before this one's gradient was in .grad: "
+    "call backward() on each micro-batch's weighted loss before you take the next one"
+)
+
+
+def check_grad_per_batch(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
+    """Before each micro-batch but the first, the grads the harness copied (construct.py,
+    `micro_batches`) equal the reference's partial sums; `variants` name known mistakes
+    (lists: the copies that mistake leaves before each micro-batch but the first)."""
+    target = spec.target or ""
+    options = options_of(spec.options, GradHistoryOptions)
+    tol = Tolerance(options.rtol, options.atol)
+
+    def one(trial: Trial) -> Outcome:
+        got, want = trial.got(target), trial.want(target)
+        if not isinstance(want, ListValue) or len(want.items) < 2:
+            return passed("a single micro-batch")
+        if not isinstance(got, ListValue) or not got.items:
+            return _not_probed(trial)
+        start, mine, theirs = got.items[0], got.items[1:], want.items[1:]
+        found = _first_difference(mine, theirs, tol)
+        if found is None:
+            return passed("the gradient accumulated micro-batch by micro-batch")
+        for slug, key in options.variants:
+            if _same_records(mine, trial.want(key), tol):
+                return failed(found, slug)
+        if _nothing_added(start, mine):
+            return failed(f"{found}: {NOTHING_ADDED}", "single-backward")
+        return failed(found)
+
+    summary = "the gradient accumulated micro-batch by micro-batch"
+    return each_trial(learner, reference, one, summary, options)
+
+
+def _first_difference(
+    mine: tuple[Value, ...], theirs: tuple[Value, ...], tol: Tolerance
+) -> str | None:
+    """Where the learner's copies first differ from the reference's, or None."""
+    total = len(theirs) + 1
+    for index, want in enumerate(theirs):
+        if index >= len(mine):
+            return (
+                f"your code took {len(mine) + 1} of the {total} micro-batches: use every "
+                "one the iterable gives"
+            )
+        if compare_values(mine[index], want, tol) is not None:
+            return (
+                f"when your code asked for micro-batch {index + 2} of {total}, .grad did not "
+                f"hold the gradient accumulated over the first {index + 1}"
+            )
+    return None
+
+
+def _same_records(mine: tuple[Value, ...], variant: Value | Missing, tol: Tolerance) -> bool:
+    if not isinstance(variant, ListValue) or len(variant.items) != len(mine):
+        return False
+    pairs = zip(mine, variant.items, strict=True)
+    return all(compare_values(got, want, tol) is None for got, want in pairs)
+
+
+def _nothing_added(start: Value, mine: tuple[Value, ...]) -> bool:
+    """No gradient arrived while the loop held a micro-batch: every later copy equals the
+    one taken before the first micro-batch, or is zero."""
+    exact = Tolerance(0.0, 0.0)
+    return bool(mine) and all(
+        isinstance(item, TensorValue)
+        and (compare_values(item, start, exact) is None or not any(item.floats()))
+        for item in mine
+    )
 
 
 # -- claims (zone 3) -------------------------------------------------------------------

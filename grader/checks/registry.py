@@ -25,6 +25,7 @@ from grader.checks.construction import (
     check_backward_probe,
     check_derivative_claim,
     check_exact_values,
+    check_grad_per_batch,
 )
 from grader.checks.options import CheckOptions, OptionContext, OptionError
 from grader.checks.runs import (
@@ -43,7 +44,6 @@ from grader.checks.runs import (
 )
 from grader.checks.shortcuts import (
     SameLeafOptions,
-    check_backward_per_batch,
     check_double_backward,
     check_graph_reused,
     check_same_leaf,
@@ -94,14 +94,14 @@ REGISTRY: Mapping[str, CheckType] = MappingProxyType(
         "device": CheckType(check_device, CheckOptions, needs_target=True),
         "autograd_function": CheckType(as_claim(check_autograd_function), CheckOptions, False),
         "no_autograd": CheckType(as_claim(check_no_autograd), NoAutogradOptions, False),
-        "max_batch": CheckType(check_max_batch, CheckOptions, needs_target=False),
+        "max_batch": CheckType(as_claim(check_max_batch), CheckOptions, needs_target=False),
         "retains_grad": CheckType(check_retains_grad, CheckOptions, needs_target=True),
         "double_backward": CheckType(check_double_backward, CheckOptions, needs_target=False),
-        "backward_per_batch": CheckType(check_backward_per_batch, CheckOptions, False),
         "graph_reused": CheckType(check_graph_reused, CheckOptions, needs_target=False),
         "same_leaf": CheckType(check_same_leaf, SameLeafOptions, needs_target=False),
         "backward_probe": CheckType(check_backward_probe, ExactOptions, needs_target=True),
         "exact_values": CheckType(check_exact_values, ExactValuesOptions, needs_target=False),
+        "grad_per_batch": CheckType(check_grad_per_batch, GradHistoryOptions, needs_target=True),
         "derivative_claim": CheckType(as_claim(check_derivative_claim), CheckOptions, True),
         "backward_pass_claim": CheckType(as_claim(check_backward_pass_claim), CheckOptions, False),
     }

@@ -5,8 +5,6 @@ answer written unlike the reference passes and a shortcut with the right numbers
 
 - `double_backward`: derivatives taken with create_graph were differentiated again
   (`no-double-backward`: finite differences or a formula instead);
-- `backward_per_batch`: at least as many successful backward calls as the reference's,
-  one per micro-batch (`single-backward`: the outputs joined into one backward);
 - `graph_reused`: as many calls went through a graph an earlier call had gone through
   (`graph-not-reused`: the graph rebuilt instead of retained);
 - `same_leaf`: each named tensor stays the same object at every backward call where the
@@ -47,25 +45,6 @@ def check_double_backward(learner: Capture, reference: Capture, spec: CheckSpec)
         )
 
     return each_trial(learner, reference, one, "derivatives differentiated by autograd", options)
-
-
-def check_backward_per_batch(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:
-    """At least as many successful backward calls as the reference's (one per
-    micro-batch): each micro-batch's loss is backpropagated on its own."""
-    options = options_of(spec.options, CheckOptions)
-
-    def one(trial: Trial) -> Outcome:
-        mine, theirs = len(trial.ok_learner_calls), len(trial.ok_reference_calls)
-        if mine >= theirs:
-            return passed(f"{_plural(mine, 'backward call')}, one per micro-batch")
-        return failed(
-            f"{_plural(mine, 'successful backward call')} for {theirs} micro-batches: call "
-            "backward() on each micro-batch's loss so that the gradients accumulate, instead "
-            "of joining the outputs into one loss",
-            "single-backward",
-        )
-
-    return each_trial(learner, reference, one, "one backward call per micro-batch", options)
 
 
 def check_graph_reused(learner: Capture, reference: Capture, spec: CheckSpec) -> Outcome:

@@ -9,12 +9,14 @@ A case is plain data made by the exercise's `make_cases` in the reference sandbo
      "after": [step, ...],                    # e.g. a backward through the result
      "observe": {key: expression}}            # what goes into the capture
 
-A step is {"set": name, "op": op, "args": [operand, ...]} (+ "no_grad": true, and for
-"function" a "param", "body" and "returns"); an operand is a name, a number, a string
-literal {"lit": value} or a list of operands. Every op is a fixed torch/numpy operation
-listed in OPS: no exercise code runs here, so nothing in the learner's sandbox computes
-an answer. The harness's own autograd calls (the "backward" and "gradcheck" ops) go
-through the functions saved before the learner's code and are not recorded.
+A step is {"set": name, "op": op, "args": [operand, ...]} (+ "no_grad": true, for
+"function" a "param", "body" and "returns", for "micro_batches" a "records" name: the
+parameters' grads recorded before each micro-batch is handed out, construct.py); an
+operand is a name, a number, a string literal {"lit": value} or a list of operands.
+Every op is a fixed torch/numpy operation listed in OPS: no exercise code runs here, so
+nothing in the learner's sandbox computes an answer. The harness's own autograd calls
+(the "backward" and "gradcheck" ops) go through the functions saved before the learner's
+code and are not recorded.
 
 A case may also ask the case runner to watch the learner's code ("watch": a list of
 "function", "autograd", "batch"; FORMAT.md section 1): the runner's own observations,
@@ -328,6 +330,12 @@ class Env:
             result, grads = (self.operand(a) for a in step["args"])
             phase = lambda: self.watch.phase("backward")  # noqa: E731
             self.values[step["set"]] = construct.probe_backward(entry, result, grads, phase)
+            return
+        if op == "micro_batches":  # the data handed out one micro-batch at a time
+            model, X, y, size = (self.operand(a) for a in step["args"])
+            records: list[torch.Tensor] = []
+            self.values[step["set"]] = construct.micro_batches(model, X, y, size, records)
+            self.values[step["records"]] = records
             return
         if op not in OPS:
             raise CaseError(f"unknown op {op!r}")

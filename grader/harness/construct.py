@@ -14,11 +14,17 @@ choose (FORMAT.md section 1, "probe_backward" and the "numpy_only" call).
   `torch.inference_mode()` (torch's autograd records nothing there), with its arrays as
   `Watched` arrays that note complex or object dtypes reaching a NumPy ufunc (complex-
   step or dual-number differentiation, which needs no backward pass): a claim as well.
+- `micro_batches`: the learner's accumulation loop gets its data as a one-pass stream of
+  (x_micro, y_micro) pairs made by the harness; before it hands out each micro-batch it
+  records a copy of every parameter's `.grad` (flattened, in `model.parameters()` order).
+  Code that asks for the next micro-batch before it has accumulated this one's gradient
+  (one backward over joined micro-batches, one over a summed loss, the whole batch
+  gathered first) leaves other values there than the reference's partial sums.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
 
@@ -180,3 +186,42 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in list(value.items())[: MAX_NOTED * 5]}
     return value
+
+
+def micro_batches(
+    model: Any, X: Any, y: Any, size: Any, records: list[torch.Tensor]
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """A one-pass stream of (x_micro, y_micro) pairs of at most `size` samples, copies
+    made as they are asked for; before each pair, the parameters' gradients at that
+    moment go into `records` (`partial_grads`): before the first, what the loop started
+    from, before each later one, the gradient accumulated so far. The parameters are the
+    ones the harness built, taken now, before any learner code runs."""
+    return _handed_out(list(model.parameters()), X, y, int(size), records)
+
+
+def _handed_out(
+    params: list[torch.Tensor], X: Any, y: Any, step: int, records: list[torch.Tensor]
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    for start in range(0, len(X), step):
+        records.append(partial_grads(params))
+        yield X[start : start + step].clone(), y[start : start + step].clone()
+
+
+def partial_grads(params: list[torch.Tensor]) -> torch.Tensor:
+    """Every parameter's `.grad` flattened into one new tensor (None: zeros; anything
+    but a plain tensor of the parameter's size and device: NaN, never a match)."""
+    parts = []
+    for param in params:
+        grad = param.grad
+        if grad is None:
+            parts.append(torch.zeros(param.numel(), dtype=param.dtype))
+        elif type(grad) is torch.Tensor and _same_layout(grad, param):
+            parts.append(grad.detach().reshape(-1).to(param.dtype, copy=True))
+        else:
+            parts.append(torch.full((param.numel(),), float("nan"), dtype=param.dtype))
+    return torch.cat(parts)
+
+
+def _same_layout(grad: torch.Tensor, param: torch.Tensor) -> bool:
+    same_size = grad.numel() == param.numel() and grad.layout == torch.strided
+    return same_size and grad.device == param.device and not grad.is_complex()

@@ -7,11 +7,17 @@ says is a claim of the learner's process: each message is checked against the st
 the conversation (what was asked, what was already said) and against a fixed schema;
 a message out of place is dropped and recorded as a `protocol` tamper event. The parent
 itself sets what it knows: the protocol, the job's kind, the torch version, the device,
-which cases were hidden, how the child ended.
+which cases were hidden, how the child ended, and what the child printed: the Pump
+(main.py) feeds the bytes of the child's stdout pipe into `printed`, and each message
+ends a piece of it (FORMAT.md section 3, `stdout`): what came before the first `next` is
+the module's output, what came before a `case-result` is that case's, the rest is
+dropped. Every piece shown to the learner ends before the first hidden case is handed
+out, so no byte written while the learner's code held a hidden case is ever shown.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any
 
@@ -19,6 +25,7 @@ PROTOCOL = 1
 MAX_TAMPER = 100
 MAX_KIND = 64
 MAX_DETAIL = 500
+DEFAULT_OUTPUT = 65_536
 KIND_PATTERN = re.compile(r"[a-z][a-z0-9-]{0,63}")
 NUMBER = (int, float)
 # The fields a child's final result may carry, and their JSON types.
@@ -28,8 +35,6 @@ RESULT_FIELDS: dict[str, tuple[type, ...]] = {
     "backward_calls_truncated": (bool,),
     "optimizer_steps": (int,),
     "provenance": (dict,),
-    "stdout": (str,),
-    "stdout_truncated": (bool,),
     "exception": (dict, type(None)),
     "duration_s": NUMBER,
     "defined": (dict,),
@@ -39,8 +44,6 @@ CASE_FIELDS: dict[str, tuple[type, ...]] = {
     "observations": (dict,),
     "exception": (dict, type(None)),
     "backward_calls": (list,),
-    "stdout": (str,),
-    "stdout_truncated": (bool,),
     "duration_s": NUMBER,
     "grads_filled": (list,),
 }
@@ -55,11 +58,42 @@ EMPTY_RESULT: dict[str, Any] = {
 }
 
 
+class Output:
+    """One piece of the child's printed output: its first `cap` bytes are kept (a
+    character cut in two at the cap is dropped) and the rest marks it as cut; bytes that
+    are not UTF-8 become U+FFFD."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.cut = False
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.cut = True
+        self.data += chunk[: max(room, 0)]
+
+    def take(self) -> tuple[str, bool]:
+        """The piece so far, as text, and whether it was cut; starts the next piece."""
+        data, cut = bytes(self.data), self.cut
+        self.data, self.cut = bytearray(), False
+        if cut:  # an incomplete last character was cut in two: dropped, not replaced
+            return codecs.getincrementaldecoder("utf-8")("replace").decode(data), True
+        return data.decode("utf-8", "replace"), False
+
+
 class Conversation:
     """One job's conversation with its runner child."""
 
-    def __init__(self, envelope: dict[str, Any], cases: list[Any] | None = None) -> None:
-        """`cases`: the hidden cases to hand out (default: the envelope's)."""
+    def __init__(
+        self,
+        envelope: dict[str, Any],
+        cases: list[Any] | None = None,
+        output_cap: int = DEFAULT_OUTPUT,
+    ) -> None:
+        """`cases`: the hidden cases to hand out (default: the envelope's);
+        `output_cap`: the bytes of printed output kept per piece (`stdout_bytes`)."""
         self.kind = "function" if envelope.get("kind") == "function" else "script"
         self.reference = envelope.get("mode") == "reference"
         if cases is None:
@@ -74,6 +108,14 @@ class Conversation:
         self.result: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
         self.tamper: list[dict[str, str]] = []
+        self.printed = Output(output_cap)
+        self.module_output: tuple[str, bool] | None = None  # before the first `next`
+        # a case is shown only when it and every case before it are visible
+        shown, before = [], True
+        for case in self.cases:
+            before = before and _visible(case)
+            shown.append(before)
+        self.shown = shown
 
     # -- findings -------------------------------------------------------------------
 
@@ -114,8 +156,13 @@ class Conversation:
         return []
 
     def _next(self) -> list[dict[str, Any]]:
-        if self.kind != "function" or self.reference:
+        if self.kind != "function":
             return self.violation("asked for a case in a job without cases to hand out")
+        ended = self.printed.take()  # before a case is handed out: never shown with it
+        if self.module_output is None:
+            self.module_output = ended
+        if self.reference:
+            return []  # the reference's child makes its cases: `next` marks where one starts
         if self.awaiting is not None:
             return self.violation(f"asked for a case before case {self.awaiting} was answered")
         if self.sent >= len(self.cases):
@@ -132,11 +179,12 @@ class Conversation:
         if self.kind != "function" or index != expected or not isinstance(result, dict):
             return self.violation(f"unexpected result for case {str(index)[:20]}")
         case = self._fields(result, CASE_FIELDS, f"case {index}")
+        case["stdout"], case["stdout_truncated"] = self.printed.take()
         if self.reference:
             case["input"] = result.get("input")
             case["visible"] = _visible(result.get("input"))
         elif self.awaiting is not None:
-            case["visible"] = _visible(self.cases[self.awaiting])
+            case["visible"] = self.shown[self.awaiting]
             self.awaiting = None
         self.case_results.append(case)
         return []
@@ -151,6 +199,10 @@ class Conversation:
             self.error = {"type": "ProtocolError", "message": "ended before every case ran"}
             return []
         self.result = self._fields(body, RESULT_FIELDS, "result")
+        ended = self.printed.take()  # function jobs: after the last case, dropped
+        if self.kind == "script" or self.module_output is None:
+            self.module_output = ended
+        self.result["stdout"], self.result["stdout_truncated"] = self.module_output
         return []
 
     def _fields(

@@ -1,20 +1,24 @@
 """Harness entry point inside the sandbox: `python -I -B /harness/main.py`.
 
-FORMAT.md sections 2 and 7. stdin carries the job envelope line, then the nonce line.
-The parent reads the envelope, moves any hidden cases out of its heap, forks the runner
-child (runner.py), and only then reads the nonce (the child never holds it). It makes
+FORMAT.md sections 2 and 7. stdin carries a header line with the envelope line's length,
+the envelope line, the cases line and the nonce line. The parent reads the header and
+exactly the envelope line, forks the runner child (runner.py), and only then reads the
+cases and the nonce: the child's copy of the parent's memory never held either. It makes
 itself non-dumpable, never runs, imports or reads job code, serves the child over the
 protocol channel (channel.py; the rules of the conversation: conversation.py), hands out
-hidden cases one at a time, caps everything it reads, builds the capture itself from
-what it validated, and always prints exactly one framed result:
+hidden cases one at a time, reads the child's printed output from its descriptor and
+tells the cases' apart by the messages between them, caps everything it reads, builds the
+capture itself from what it validated, and always prints exactly one framed result:
 
     GRADLAB-RESULT <nonce> <byte length>\\n<JSON capture>
 """
 
 from __future__ import annotations
 
+import codecs
 import ctypes
 import fcntl
+import io
 import json
 import os
 import select
@@ -22,7 +26,6 @@ import signal
 import socket
 import struct
 import sys
-import tempfile
 import termios
 import time
 from typing import Any
@@ -37,6 +40,8 @@ from conversation import Conversation  # noqa: E402
 
 PROTOCOL = 1
 FRAME = "GRADLAB-RESULT"
+JOB_HEADER = b"GRADLAB-JOB "  # then the envelope line's length in bytes, a newline
+MAX_HEADER = 40
 NONCE_LINE = 33  # 32 hex characters and a newline
 MAX_ENVELOPE = 8_000_000
 DEFAULT_RESULT_BYTES = 4_000_000
@@ -58,8 +63,51 @@ def _available(fd: int) -> int:
     return struct.unpack("i", raw)[0]
 
 
-def read_envelope_line(fd: int) -> bytes:
-    """Reads line 1 without ever reading a byte of the nonce line.
+def read_exactly(fd: int, count: int) -> bytes:
+    parts: list[bytes] = []
+    left = count
+    while left:
+        chunk = os.read(fd, min(left, READ_CHUNK))
+        if not chunk:
+            raise BadInput("stdin closed before the job envelope ended")
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def read_header(fd: int) -> int:
+    """The header line, a byte at a time (it is short): the envelope line's length."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk or len(data) >= MAX_HEADER:
+            raise BadInput("malformed job header")
+        data += chunk
+    size = data[len(JOB_HEADER) : -1]
+    if not data.startswith(JOB_HEADER) or not size.isdigit():
+        raise BadInput("malformed job header")
+    if int(size) > MAX_ENVELOPE:
+        raise BadInput("job envelope too large")
+    return int(size)
+
+
+def read_envelope(fd: int) -> tuple[int, dict[str, Any]]:
+    """The header, then exactly the envelope line (never a byte of the cases line): its
+    size and its object."""
+    size = read_header(fd)
+    line = read_exactly(fd, size + 1)
+    if not line.endswith(b"\n"):
+        raise BadInput("the job envelope is not one line of the header's length")
+    envelope = json.loads(line[:-1].decode("utf-8"))
+    if not isinstance(envelope, dict) or envelope.get("protocol") != PROTOCOL:
+        raise BadInput("unsupported job envelope")
+    if "cases" in envelope:
+        raise BadInput("hidden cases belong on the cases line, not in the envelope")
+    return size, envelope
+
+
+def read_line_before_nonce(fd: int, cap: int) -> bytes:
+    """Reads the cases line without ever reading a byte of the nonce line.
 
     Only bytes that have at least NONCE_LINE bytes after them in the pipe are read; the
     nonce line is the stream's last NONCE_LINE bytes, so it stays in the pipe.
@@ -71,23 +119,30 @@ def read_envelope_line(fd: int) -> bytes:
         if ready <= 0:
             readable, _, _ = select.select([fd], [], [], 1.0)
             if readable and _available(fd) == 0:
-                raise BadInput("stdin closed before the job envelope ended")
+                raise BadInput("stdin closed before the cases line ended")
             if readable and _available(fd) <= NONCE_LINE:
                 time.sleep(STDIN_WAIT)  # part of the input: let the rest arrive
             continue
         chunk = os.read(fd, min(ready, READ_CHUNK))
         if not chunk:
-            raise BadInput("stdin closed before the job envelope ended")
+            raise BadInput("stdin closed before the cases line ended")
         newline = chunk.find(b"\n")
         if newline >= 0:
             if newline != len(chunk) - 1:
-                raise BadInput("unexpected data after the job envelope")
+                raise BadInput("unexpected data after the cases line")
             parts.append(chunk[:-1])
             return b"".join(parts)
         parts.append(chunk)
         size += len(chunk)
-        if size > MAX_ENVELOPE:
+        if size > cap:
             raise BadInput("job envelope too large")
+
+
+def read_cases(fd: int, cap: int) -> list[Any]:
+    cases = json.loads(read_line_before_nonce(fd, cap).decode("utf-8"))
+    if not isinstance(cases, list):
+        raise BadInput("the cases line is not a list")
+    return cases
 
 
 def read_nonce(fd: int) -> str:
@@ -111,74 +166,109 @@ def make_undumpable() -> None:
         pass
 
 
-def stash_cases(envelope: dict[str, Any]) -> int | None:
-    """Moves the hidden cases out of this process's heap into an unnamed temporary file
-    before the fork: a forked child holds a copy of the parent's heap, where its code
-    could find every case at once (gc.get_objects, or the frames above its own)."""
-    cases = envelope.pop("cases", None)
-    if cases is None:
-        return None
-    data = json.dumps(cases, separators=(",", ":")).encode("utf-8")
-    del cases
-    stash = tempfile.TemporaryFile()  # noqa: SIM115  (O_TMPFILE: never has a name)
-    stash.write(data)
-    stash.flush()
-    del data
-    fd = os.dup(stash.fileno())
-    stash.close()
-    return fd  # the parsed cases had no cycles: reference counting has freed them
+class WriteAll(io.BufferedIOBase):
+    """The binary buffer below the child's sys.stdout and sys.stderr: every write goes
+    whole to the descriptor at once, so what was printed before the child sends a
+    message is in the pipe when the parent reads that message."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    @property
+    def name(self) -> int:
+        return self.fd
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        return size
 
 
-def unstash_cases(fd: int | None) -> list[Any] | None:
-    if fd is None:
-        return None
-    with os.fdopen(fd, "rb") as stash:
-        stash.seek(0)
-        cases = json.loads(stash.read().decode("utf-8"))
-    return cases if isinstance(cases, list) else []
+def _lone_surrogates(error: UnicodeError) -> tuple[bytes, int]:
+    """Printed text that is not valid Unicode (a lone surrogate) is written as U+FFFD
+    (UTF-8 bytes: the encoder takes no other replacement that is not ASCII)."""
+    if isinstance(error, UnicodeEncodeError):
+        return "\ufffd".encode() * (error.end - error.start), error.end
+    raise error
 
 
-def start_child(envelope: dict[str, Any], max_message: int) -> tuple[int, int, socket.socket]:
-    """Forks the runner; returns (pid, output read fd, the parent's end of the channel).
+codecs.register_error("gradlab-replace", _lone_surrogates)
 
-    The child keeps fd 0 (/dev/null), fds 1 and 2 (the output pipe) and its end of the
-    channel at channel.CHILD_FD; every other descriptor is closed before it runs anything.
+
+def write_through(fd: int) -> io.TextIOWrapper:
+    buffer = WriteAll(fd)
+    return io.TextIOWrapper(buffer, "utf-8", "gradlab-replace", write_through=True)
+
+
+def start_child(
+    envelope: dict[str, Any], max_message: int
+) -> tuple[int, tuple[int, int], socket.socket]:
+    """Forks the runner; returns (pid, (stdout, stderr) read fds, the parent's end of the
+    channel).
+
+    The child keeps fd 0 (/dev/null), fd 1 (the stdout pipe), fd 2 (the stderr pipe) and
+    its end of the channel at channel.CHILD_FD; every other descriptor is closed before it
+    runs anything. Its sys.stdout and sys.stderr write through to fds 1 and 2: what the
+    learner's code prints is captured by the parent from the pipe, never by an object of
+    the child's (FORMAT.md section 3, `stdout`).
     """
     out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:  # the runner child
         try:
             os.close(out_read)
+            os.close(err_read)
             parent_end.close()
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.dup2(out_write, 1)
-            os.dup2(out_write, 2)
+            os.dup2(err_write, 2)
             os.dup2(child_end.detach(), channel.CHILD_FD)
             keep = channel.CHILD_FD
             os.closerange(keep + 1, MAX_FD)
             sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-            sys.stdout = open(1, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
-            sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
+            sys.stdout = sys.__stdout__ = write_through(1)  # type: ignore[misc]
+            sys.stderr = sys.__stderr__ = write_through(2)  # type: ignore[misc]
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             runner.run_child(envelope, max_message)
         finally:
             os._exit(0)
     os.close(out_write)
+    os.close(err_write)
     child_end.close()
-    return pid, out_read, parent_end
+    return pid, (out_read, err_read), parent_end
 
 
 class Pump:
     """Moves bytes between the parent and the child until the child has ended: the
-    child's output pipe (kept up to a cap), and the protocol channel (messages read with
-    a cap on each and on the whole conversation, replies written as the child asks)."""
+    child's stdout pipe (into the conversation's current piece of output, `talk.printed`),
+    its stderr pipe (kept up to a cap), and the protocol channel (messages read with a cap
+    on each and on the whole conversation, replies written as the child asks).
+
+    Before each message is handled, the stdout pipe is read dry of what it held then:
+    whatever the child printed before it sent the message is in the pipe, so it belongs
+    to the output the message ends (conversation.py), never to a later case's."""
 
     def __init__(
-        self, out_fd: int, sock: socket.socket, talk: Conversation, caps: tuple[int, int]
+        self,
+        fds: tuple[int, int],
+        sock: socket.socket,
+        talk: Conversation,
+        caps: tuple[int, int],
     ) -> None:
-        self.out_fd: int | None = out_fd
+        self.stdout_fd: int | None = fds[0]
+        self.out_fd: int | None = fds[1]  # stderr
         self.sock: socket.socket | None = sock
         self.talk = talk
         self.output_cap, self.channel_cap = caps
@@ -191,20 +281,43 @@ class Pump:
 
     @property
     def open(self) -> bool:
-        return self.out_fd is not None or self.sock is not None
+        return any(end is not None for end in (self.stdout_fd, self.out_fd, self.sock))
 
     def poll(self, timeout: float) -> None:
-        readers: list[Any] = [fd for fd in (self.out_fd, self.sock) if fd is not None]
+        ends = (self.stdout_fd, self.out_fd, self.sock)
+        readers: list[Any] = [end for end in ends if end is not None]
         writers = [self.sock] if self.sock is not None and self.outbox else []
         if not readers:
             return
         readable, writable, _ = select.select(readers, writers, [], timeout)
+        if self.stdout_fd is not None and self.stdout_fd in readable:
+            self._read_stdout(READ_CHUNK)
         if self.out_fd is not None and self.out_fd in readable:
             self._read_output()
         if self.sock is not None and self.sock in readable:
             self._read_channel()
         if self.sock is not None and self.sock in writable:
             self._write_channel()
+
+    def _read_stdout(self, size: int) -> None:
+        assert self.stdout_fd is not None
+        chunk = os.read(self.stdout_fd, size)
+        if not chunk:
+            os.close(self.stdout_fd)
+            self.stdout_fd = None
+            return
+        self.talk.printed.feed(chunk)
+
+    def _drain_stdout(self) -> None:
+        """Reads what the stdout pipe holds now (and no more: a child printing on and on
+        cannot keep the parent here)."""
+        if self.stdout_fd is None:
+            return
+        left = _available(self.stdout_fd)
+        while left > 0 and self.stdout_fd is not None:
+            size = min(left, READ_CHUNK)
+            self._read_stdout(size)
+            left -= size
 
     def _read_output(self) -> None:
         assert self.out_fd is not None
@@ -243,6 +356,7 @@ class Pump:
             self._close_channel()
             return
         for message in messages:
+            self._drain_stdout()
             for reply in self.talk.receive(message):
                 self.outbox += channel.encode_message(reply)
 
@@ -315,26 +429,27 @@ def serve(stdin_fd: int, stdout_fd: int) -> int:
 
     runner.warm_up_autograd()  # also before the job (the zygote did it once for all)
     try:
-        envelope = json.loads(read_envelope_line(stdin_fd).decode("utf-8"))
-        if not isinstance(envelope, dict) or envelope.get("protocol") != PROTOCOL:
-            raise BadInput("unsupported job envelope")
+        envelope_size, envelope = read_envelope(stdin_fd)
     except (BadInput, UnicodeDecodeError, ValueError) as error:
         os.write(2, f"gradlab harness: bad job: {error}\n".encode())
         return 2
     limits = envelope.get("limits", {})
     result_cap = int(limits.get("result_bytes", DEFAULT_RESULT_BYTES))
     stderr_cap = int(limits.get("stdout_bytes", DEFAULT_STDERR_BYTES))
-    stash = stash_cases(envelope)  # the child must not inherit them with our heap
     make_undumpable()
-    pid, out_fd, sock = start_child(envelope, result_cap)
-    talk = Conversation(envelope, cases=unstash_cases(stash))
+    # the child is forked before a byte of the cases is read: its copy of our memory
+    # never held them (FORMAT.md section 2)
+    pid, fds, sock = start_child(envelope, result_cap)
     try:
+        cases = read_cases(stdin_fd, MAX_ENVELOPE - envelope_size)
         nonce = read_nonce(stdin_fd)
-    except BadInput as error:
+    except (BadInput, UnicodeDecodeError, ValueError) as error:
         os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
         os.write(2, f"gradlab harness: bad job: {error}\n".encode())
         return 2
-    pump = Pump(out_fd, sock, talk, (stderr_cap, result_cap))
+    talk = Conversation(envelope, cases=cases, output_cap=stderr_cap)
+    pump = Pump(fds, sock, talk, (stderr_cap, result_cap))
     status = wait_child(pid, pump)
     device = worker_device()
     if envelope.get("stand_in") == "cuda" and envelope.get("kind") == "script":

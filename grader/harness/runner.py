@@ -10,8 +10,10 @@ audit hook (guard.py); then it takes the harness's modules out of `sys.modules` 
 the worker rewrote it, grader/rewrite.py.)
 
 Messages to the parent (FORMAT.md section 2): `tamper` (at once, when seen), `next`
-(learner function jobs: asks for the next case; the parent answers `case` or `end`),
-`case-result`, and one final `result`. The parent, not this process, frames the capture.
+(function jobs: a case starts; learner jobs ask for it, the parent answers `case` or
+`end`), `case-result`, and one final `result`. The parent, not this process, frames the
+capture, and it reads what the code printed from the pipe on fds 1 and 2 itself (no
+object here captures it: sys.stdout writes through to fd 1, main.py `write_through`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import gc
-import io
 import linecache
 import os
 import random
@@ -56,62 +57,6 @@ HARNESS_MODULES = (
     "casework", "channel", "confine", "conversation", "guard", "instrument", "values", "runner",
     "standin", "construct",
 )  # fmt: skip
-
-
-class CappedBytes(io.RawIOBase):
-    """sys.stdout.buffer of the code under test: bytes are decoded into the capped text."""
-
-    def __init__(self, text: CappedText) -> None:
-        self.text = text
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        self.text.write(chunk.decode("utf-8", "replace"))
-        return len(chunk)
-
-
-class CappedText(io.TextIOBase):
-    """sys.stdout of the code under test: keeps the first `cap` bytes of its UTF-8 text
-    (a character cut in two is dropped) and marks the rest as cut: printing more never
-    stops the run (FORMAT.md section 3, `stdout_truncated`)."""
-
-    encoding = "utf-8"
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.parts: list[str] = []
-        self.size = 0
-        self.truncated = False
-        self.buffer = CappedBytes(self)
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        written = len(text)
-        if self.truncated:
-            return written
-        data = text.encode("utf-8", "surrogatepass")
-        room = self.cap - self.size
-        if len(data) > room:
-            self.truncated = True
-            data = data[: max(room, 0)]
-            text = data.decode("utf-8", "ignore")
-            data = text.encode("utf-8", "surrogatepass")
-        if text:
-            self.parts.append(text)
-            self.size += len(data)
-        return written
-
-    def take(self) -> tuple[str, bool]:
-        text, truncated = "".join(self.parts), self.truncated
-        self.parts, self.size, self.truncated = [], 0, False
-        return text, truncated
 
 
 _warmed = [False]
@@ -189,7 +134,6 @@ class Runner:
         self.envelope = envelope
         self.end = end
         self.max_elements = int(limits.get("tensor_elements", 100_000))
-        self.stdout = CappedText(int(limits.get("stdout_bytes", 65_536)))
         self.recorder = Recorder(self.max_elements)
         self.recorder.on_tamper = self.tamper
         self.names: list[str] = list(envelope.get("names", []))
@@ -250,7 +194,7 @@ class Runner:
 
         def records() -> list[Any]:
             return [recorder.calls, recorder.steps, recorder.grad_results,
-                    recorder.last_backward, recorder.last_step, self.stdout.parts]  # fmt: skip
+                    recorder.last_backward, recorder.last_step]  # fmt: skip
 
         return guard.HeapView(self.audit, gc.get_objects, classes, records)
 
@@ -274,7 +218,6 @@ class Runner:
         torch.set_num_threads(1)
         warnings.simplefilter("default")
         self.protect()
-        sys.stdout = self.stdout
         self.reseed()
 
     def reseed(self) -> None:
@@ -308,7 +251,6 @@ class Runner:
         for name in self.names:
             if name in namespace:
                 variables[name] = self.safe_encode(namespace[name])
-        stdout, truncated = self.stdout.take()
         provenance = self.recorder.provenance()
         return {
             "variables": variables,
@@ -316,8 +258,6 @@ class Runner:
             "backward_calls_truncated": self.recorder.truncated,
             "optimizer_steps": self.recorder.optimizer_steps,
             "provenance": provenance,
-            "stdout": stdout,
-            "stdout_truncated": truncated,
             "exception": exception,
             "duration_s": duration,
             **self.seeded(),
@@ -364,14 +304,11 @@ class Runner:
             self.reference_cases(exercise, entry, missing)
         else:
             self.learner_cases(entry, missing)
-        stdout, truncated = self.stdout.take()
         return {
             "defined": defined,
             "variables": {},
             "backward_calls": [],
             "optimizer_steps": self.recorder.optimizer_steps,
-            "stdout": stdout,
-            "stdout_truncated": truncated,
             "exception": exception,
             "duration_s": duration,
         }
@@ -381,6 +318,7 @@ class Runner:
         made = exercise["make_cases"](int(self.envelope["seed"]), int(self.envelope["trials"]))
         variants: Callable[..., dict[str, Any]] | None = exercise.get("variants")
         for index, case in enumerate(made):
+            self.end.send({"type": "next"})  # where this case's printed output starts
             raw = self.safe_encode(case)
             decoded = decode(raw)  # the learner's run gets exactly this data
             result = self.run_case(entry, decoded, missing)
@@ -406,7 +344,6 @@ class Runner:
 
     def run_case(self, entry: Any, case: Any, missing: bool) -> dict[str, Any]:
         self.recorder.reset()
-        self.stdout.take()
         self.reseed()
         observations: dict[str, Any] = {}
         exception = None
@@ -431,14 +368,11 @@ class Runner:
                 exception = describe_exception(error)
         self.recorder.watch = dict
         self.verify()
-        stdout, truncated = self.stdout.take()
         return {
             "observations": observations,
             "exception": exception,
             "backward_calls": self.recorder.calls,
             "grads_filled": sorted(self.recorder.filled),
-            "stdout": stdout,
-            "stdout_truncated": truncated,
             "duration_s": round(time.perf_counter() - started, 6),
         }
 

@@ -4,7 +4,6 @@ what a graded run returns (`LabelledRun`); several runs of one submission make o
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -54,10 +53,10 @@ def envelope_limits(limits: Limits) -> EnvelopeLimits:
 def run_envelope(
     sandbox: Sandbox, envelope: Envelope, limits: Limits, device: str, job_id: str
 ) -> Run:
-    """Runs the harness on `envelope` (FORMAT.md section 2: the envelope line, the nonce)."""
+    """Runs the harness on `envelope` (FORMAT.md section 2: the envelope line, a learner
+    function job's cases line, the nonce)."""
     nonce = secrets.token_hex(16)
-    line = json.dumps(envelope.to_json(), separators=(",", ":"), allow_nan=False)
-    stdin = f"{line}\n{nonce}\n".encode()
+    stdin = envelope.stdin(nonce)
     request = SandboxRequest(job_id=job_id, stdin=stdin, limits=limits, device=device)
     return Run(sandbox.run(request), nonce)
 

@@ -65,7 +65,8 @@ def script_job(code: str, *, names: tuple[str, ...] = ("x",)) -> bytes:
         "files": {"submission.py": code},
         "limits": {"stdout_bytes": 65_536, "tensor_elements": 100_000},
     }
-    return f"{json.dumps(envelope)}\n{secrets.token_hex(16)}\n".encode()
+    line = json.dumps(envelope)
+    return f"GRADLAB-JOB {len(line.encode())}\n{line}\n[]\n{secrets.token_hex(16)}\n".encode()
 
 
 def request(code: str, *, job_id: str | None = None, **limits: Any) -> SandboxRequest:

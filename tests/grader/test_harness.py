@@ -3,6 +3,8 @@ holds, what the learner's code can and cannot do to it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import GradeCode
 from grading_helpers import package_at
@@ -201,7 +203,10 @@ def test_function_reference_carries_plain_data_cases_and_the_learner_gets_only_t
     assert wire["files"] == {"submission.py": "def accumulate(x, chunks):\n    pass\n"}
     assert package.solution not in str(wire)
     assert "make_cases" not in str(wire) and "variants" not in str(wire)
-    assert wire["cases"] == [dict(case.input or {}) for case in reference.cases]
+    assert "cases" not in wire  # on a line of their own, read after the fork
+    _, line, cases, nonce = envelope.stdin("0" * 32).decode().split("\n", 3)
+    assert json.loads(line) == wire and nonce == "0" * 32 + "\n"
+    assert json.loads(cases) == [dict(case.input or {}) for case in reference.cases]
     run = run_envelope(sandbox, envelope, Limits(), "cpu", "function-learner")
     learner = parse_result(run.result.stdout, run.nonce)
     assert [case.visible for case in learner.cases] == [True, False, False, False]

@@ -18,7 +18,7 @@ HARNESS = Path(__file__).resolve().parents[2] / "grader" / "harness"
 sys.path.insert(0, str(HARNESS))
 
 import channel  # noqa: E402
-from conversation import Conversation  # noqa: E402
+from conversation import Conversation, Output  # noqa: E402
 
 
 def encoded_case(visible: bool, marker: float) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def learner_talk(cases: int = 3, *, example: bool = True) -> Conversation:
 
 
 def case_result(index: int, **extra: Any) -> dict[str, Any]:
-    result = {"observations": {}, "exception": None, "backward_calls": [], "stdout": ""}
+    result = {"observations": {}, "exception": None, "backward_calls": []}
     return {"type": "case-result", "index": index, "result": {**result, **extra}}
 
 
@@ -83,7 +83,7 @@ def test_the_parent_sets_what_it_knows_and_ignores_the_childs_claims() -> None:
     assert case["visible"] is False  # case 0 of this job is hidden: the child cannot say otherwise
     assert "input" not in case
     details = " ".join(event["detail"] for event in capture["tamper"])
-    for field in ("visible", "input", "protocol", "terminated", "tamper", "torch"):
+    for field in ("visible", "input", "stdout", "protocol", "terminated", "tamper", "torch"):
         assert repr(field) in details
 
 
@@ -99,13 +99,49 @@ def test_a_final_result_before_every_case_ran_is_a_failed_run_and_flagged() -> N
 
 def test_messages_after_the_result_and_unknown_messages_are_flagged_and_dropped() -> None:
     talk = Conversation({"protocol": 1, "kind": "script", "mode": "learner"})
-    talk.receive({"type": "result", "body": {"variables": {}, "stdout": "honest"}})
-    talk.receive({"type": "result", "body": {"variables": {}, "stdout": "forged"}})
+    talk.printed.feed(b"honest")
+    talk.receive({"type": "result", "body": {"variables": {}}})
+    talk.printed.feed(b"forged")
+    talk.receive({"type": "result", "body": {"variables": {}}})
     talk.receive({"type": "hello"})
     talk.receive({"type": "next"})
     capture = finished_capture(talk)
     assert capture["stdout"] == "honest"
     assert kinds(talk) == ["protocol", "protocol", "protocol"]
+
+
+def test_printed_output_ends_at_each_message_and_nothing_from_a_hidden_case_on_is_shown() -> None:
+    cases = [encoded_case(True, 0.0), encoded_case(False, 1.0), encoded_case(True, 2.0)]
+    talk = Conversation({"protocol": 1, "kind": "function", "mode": "learner", "cases": cases})
+    for printed, message in (
+        (b"module ", {"type": "next"}),
+        (b"first", case_result(0)),
+        (b"between ", {"type": "next"}),
+        (b"hidden", case_result(1)),
+        (b"", {"type": "next"}),
+        (b"after", case_result(2)),
+        (b"", {"type": "next"}),
+        (b"late", {"type": "result", "body": {}}),
+    ):
+        talk.printed.feed(printed)
+        talk.receive(message)
+    capture = finished_capture(talk)
+    assert capture["stdout"] == "module "
+    shown = [(case["stdout"], case["visible"]) for case in capture["cases"]]
+    assert shown == [("first", True), ("hidden", False), ("after", False)]
+    assert talk.tamper == []
+
+
+def test_printed_output_is_cut_at_the_cap_without_splitting_a_character() -> None:
+    whole = Output(5)
+    whole.feed("abc\u00e9".encode())
+    assert whole.take() == ("abc\u00e9", False)
+    cut = Output(4)
+    cut.feed("abc\u00e9".encode())
+    cut.feed(b"more")
+    assert cut.take() == ("abc", True)
+    cut.feed(b"\xffok")
+    assert cut.take() == ("\ufffdok", False)  # the next piece starts whole
 
 
 def test_tamper_messages_reach_the_capture_even_when_the_run_ends_without_a_result() -> None:

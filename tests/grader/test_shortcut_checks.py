@@ -25,7 +25,7 @@ def exercise_file(slug: str, name: str) -> str:
 SECOND_ORDER = "the second-order values differentiate first derivatives taken with create_graph"
 REUSED = "the second backward goes through the graph the first one retained"
 SAME_LEAF = "w and b stay the same leaf tensors, updated in place"
-PER_BATCH = "one backward call per micro-batch"
+PER_BATCH = "before each next micro-batch, param.grad holds the gradient accumulated so far"
 
 # A new leaf made after the old one is gone: its address may be the old one's, and it is
 # still another tensor.

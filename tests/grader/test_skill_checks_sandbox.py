@@ -14,7 +14,8 @@ SKILL_CHECK = {
     "custom-autograd-function": "claim: a torch.autograd.Function subclass whose backward "
     "makes no autograd call",
     "numpy-backprop": "claim: no torch autograd while manual_backward runs (NumPy only)",
-    "micro-batch-accumulation": "the model never sees more than micro_batch_size samples at once",
+    "micro-batch-accumulation": "claim: the model never sees more than micro_batch_size "
+    "samples at once",
     "retain-grad": "y kept its gradient through y.retain_grad() before backward()",
 }
 
@@ -23,8 +24,11 @@ SKILL_CHECK = {
 PROBE = "backward, called by the grader with hidden grad_outputs and autograd off, is exact"
 HELD = {package: {name} for package, name in SKILL_CHECK.items()}
 HELD["custom-autograd-function"].add(PROBE)
-# a full-batch backward is also a single backward for all micro-batches (test_shortcut_checks)
-HELD["micro-batch-accumulation"].add("one backward call per micro-batch")
+# the micro-batches gathered first: .grad holds nothing accumulated when the next one is
+# taken (grader/harness/construct.py, `micro_batches`; test_skills_by_construction)
+HELD["micro-batch-accumulation"].add(
+    "before each next micro-batch, param.grad holds the gradient accumulated so far"
+)
 
 
 FORBIDDEN: list[tuple[str, str, str, str]] = [
@@ -71,23 +75,26 @@ FORBIDDEN: list[tuple[str, str, str, str]] = [
     ),
     (
         "micro-batch-accumulation",
-        "the whole batch scaled as micro-batches",
-        "def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):\n"
+        "the whole batch gathered again",
+        "import torch\n\n"
+        "def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):\n"
+        "    xs, ys = zip(*micro_batches)\n"
         "    for p in model.parameters():\n"
         "        p.grad = None\n"
-        "    out = model(X)\n"
-        "    loss_fn(out, y).backward()\n",
+        "    out = model(torch.cat(xs))\n"
+        "    loss_fn(out, torch.cat(ys)).backward()\n",
         "batch-too-large",
     ),
     (
         "micro-batch-accumulation",
         "one micro-batch through the model for show, the rest by hand",
-        "import torch.nn.functional as F\nfrom torch import nn\n\n"
-        "def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):\n"
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+        "def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):\n"
+        "    xs, ys = zip(*micro_batches)\n"
         "    model.zero_grad()\n"
-        "    with __import__('torch').no_grad():\n"
-        "        model(X[:micro_batch_size])\n"
-        "    h = X\n"
+        "    with torch.no_grad():\n"
+        "        model(xs[0])\n"
+        "    h, y = torch.cat(xs), torch.cat(ys)\n"
         "    for m in model:\n"
         "        h = F.linear(h, m.weight, m.bias) if isinstance(m, nn.Linear) else m(h)\n"
         "    loss_fn(h, y).backward()\n",
@@ -133,13 +140,11 @@ def test_the_right_numbers_the_forbidden_way_lose_the_skill_check(
 HONEST = [
     (
         "micro-batch-accumulation",
-        "torch.split with sum-reduced losses",
-        "import torch\n\n"
-        "def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):\n"
+        "enumerate over the micro-batches, each loss weighted by its share",
+        "def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):\n"
         "    model.zero_grad(set_to_none=True)\n"
-        "    for xb, yb in zip(torch.split(X, micro_batch_size), "
-        "torch.split(y, micro_batch_size), strict=True):\n"
-        "        (loss_fn(model(xb), yb) * (xb.shape[0] / X.shape[0])).backward()\n",
+        "    for _, (xb, yb) in enumerate(micro_batches):\n"
+        "        (loss_fn(model(xb), yb) * (xb.shape[0] / batch_size)).backward()\n",
     ),
     (
         "numpy-backprop",

@@ -2,7 +2,9 @@
 graded in the real bubblewrap sandbox: the grader calls a custom Function's backward itself
 on hidden upstream gradients with autograd off, and calls numpy-backprop's manual_backward
 with torch's autograd off and watched arrays (grader/harness/construct.py). The submissions
-here are written apart from the packages' wrong/ and alternatives/ files."""
+here are written apart from the packages' wrong/ and alternatives/ files. On
+micro-batch-accumulation the grader hands the loop its micro-batches one at a time and
+copies every .grad before each (construct.py, `micro_batches`)."""
 
 from __future__ import annotations
 
@@ -27,10 +29,16 @@ DERIVATIVE_CLAIM = (
 EXACT = "every gradient exact to float64 precision (a backward pass, not finite differences)"
 PASS_CLAIM = "claim: a backward pass, no complex-step or dual-number differentiation"
 AUTOGRAD_CLAIM = "claim: no torch autograd while manual_backward runs (NumPy only)"
+MICRO = "micro-batch-accumulation"
+PER_BATCH = "before each next micro-batch, param.grad holds the gradient accumulated so far"
+FULL_BATCH = "param.grad holds the full-batch gradient"
+SIGNATURE = (
+    "def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):\n"
+)
 
 # The diagnoses the tests below give real submissions (test_sandboxed_diagnoses checks
 # that every diagnosis of FORMAT.md section 5 has one somewhere).
-DIAGNOSED = ("builtin-derivative", "numerical-derivative", "no-backward-pass")
+DIAGNOSED = ("builtin-derivative", "numerical-derivative", "no-backward-pass", "single-backward")
 
 SILU_HEAD = (
     "import torch\n\n"
@@ -227,5 +235,96 @@ def test_numpy_backprop_with_tensordot_and_a_stable_sigmoid_keeps_every_point(
         "            'W1': np.tensordot(g1, x, axes=([0], [0])), 'b1': g1.sum(0)}\n"
     )
     report = grade_code(NUMPY, code)
+    assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
+    assert not report.integrity_flags
+
+
+# Each reaches the full-batch gradient at the end and scored 10/10 when the grader gave the
+# whole batch and watched the layers with hooks and counted backward calls (the same code
+# written for that signature); here the grads copied before each micro-batch give it away.
+THROW_AWAY = "        torch.zeros(1, requires_grad=True).sum().backward()  # a call to count\n"
+GATHERED_ATTACKS = {
+    "the micro-batches joined through F.linear on the weights, the layers called for show": (
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+        + SIGNATURE
+        + "    model.zero_grad()\n"
+        "    xs, ys = [], []\n"
+        "    for x_micro, y_micro in micro_batches:\n"
+        "        with torch.no_grad():\n"
+        "            model(x_micro)  # every layer sees each micro-batch\n"
+        "        xs.append(x_micro)\n"
+        "        ys.append(y_micro)\n"
+        "    h = torch.cat(xs)\n"
+        "    for layer in model:\n"
+        "        linear = isinstance(layer, nn.Linear)\n"
+        "        h = F.linear(h, layer.weight, layer.bias) if linear else layer(h)\n"
+        "    loss_fn(h, torch.cat(ys)).backward()\n"
+        "    for _ in xs[1:]:\n" + THROW_AWAY
+    ),
+    "one backward over the summed weighted losses": (
+        "import torch\n\n" + SIGNATURE + "    model.zero_grad()\n"
+        "    total = 0\n"
+        "    for x_micro, y_micro in micro_batches:\n"
+        "        total = total + loss_fn(model(x_micro), y_micro) * len(x_micro) / batch_size\n"
+        + THROW_AWAY
+        + "    total.backward()\n"
+    ),
+    "joined outputs, one real backward and one throw-away backward per micro-batch": (
+        "import torch\n\n" + SIGNATURE + "    model.zero_grad()\n"
+        "    outputs, targets = [], []\n"
+        "    for x_micro, y_micro in micro_batches:\n"
+        "        outputs.append(model(x_micro))\n"
+        "        targets.append(y_micro)\n"
+        "        w = torch.ones(1, requires_grad=True)\n"
+        "        (w * 2).sum().backward()\n"
+        "    loss_fn(torch.cat(outputs), torch.cat(targets)).backward()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("code", GATHERED_ATTACKS.values(), ids=GATHERED_ATTACKS.keys())
+def test_micro_batches_joined_into_one_backward_lose_the_accumulation_points(
+    grade_code: GradeCode, code: str
+) -> None:
+    report = grade_code(MICRO, code)
+    found = failures(report)
+    assert found == {PER_BATCH: "single-backward"}, found  # the final gradient is right
+    by_name = {c.name: c for c in report.checks}
+    assert by_name[FULL_BATCH].passed
+    assert by_name[PER_BATCH].score == 0 and "claim" not in by_name[PER_BATCH].data
+
+
+HONEST_LOOPS = {
+    "a manual next() loop that clears the grads once, after taking the first micro-batch": (
+        SIGNATURE + "    stream = iter(micro_batches)\n"
+        "    first = True\n"
+        "    while True:\n"
+        "        try:\n"
+        "            x_micro, y_micro = next(stream)\n"
+        "        except StopIteration:\n"
+        "            break\n"
+        "        if first:\n"
+        "            model.zero_grad()\n"
+        "            first = False\n"
+        "        loss = loss_fn(model(x_micro), y_micro) * x_micro.shape[0]\n"
+        "        (loss / batch_size).backward()\n"
+    ),
+    "torch.autograd.backward with the share as the upstream gradient": (
+        "import torch\n\n" + SIGNATURE + "    params = list(model.parameters())\n"
+        "    for p in params:\n"
+        "        p.grad = torch.zeros_like(p)\n"
+        "    for x_micro, y_micro in micro_batches:\n"
+        "        loss = loss_fn(model(x_micro), y_micro)\n"
+        "        share = torch.full_like(loss, len(x_micro) / batch_size)\n"
+        "        torch.autograd.backward([loss], [share], inputs=params)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("code", HONEST_LOOPS.values(), ids=HONEST_LOOPS.keys())
+def test_honest_accumulation_loops_unlike_the_reference_keep_every_point(
+    grade_code: GradeCode, code: str
+) -> None:
+    report = grade_code(MICRO, code)
     assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
     assert not report.integrity_flags

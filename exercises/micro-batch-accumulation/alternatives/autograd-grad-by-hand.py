@@ -1,17 +1,12 @@
 import torch
 
 
-def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
+def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):
     params = list(model.parameters())
     totals = [torch.zeros_like(p) for p in params]
-    n = len(X)
-    start = 0
-    while start < n:
-        stop = min(start + micro_batch_size, n)
-        loss = loss_fn(model(X[start:stop]), y[start:stop])
+    for x_micro, y_micro in micro_batches:
+        loss = loss_fn(model(x_micro), y_micro)
         grads = torch.autograd.grad(loss, params)
-        for total, grad in zip(totals, grads, strict=True):
-            total += grad * (stop - start) / n
-        start = stop
-    for p, total in zip(params, totals, strict=True):
-        p.grad = total
+        for p, total, grad in zip(params, totals, grads, strict=True):
+            total += grad * len(x_micro) / batch_size
+            p.grad = total  # the running sum, in place before the next micro-batch

@@ -1,9 +1,12 @@
 import torch
 
 
-def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
+def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):
     """The model sees micro-batches only, but their outputs are joined into one
     full-batch loss: a single backward, nothing accumulated."""
     model.zero_grad()
-    outputs = [model(X[s : s + micro_batch_size]) for s in range(0, len(X), micro_batch_size)]
-    loss_fn(torch.cat(outputs), y).backward()
+    outputs, targets = [], []
+    for x_micro, y_micro in micro_batches:
+        outputs.append(model(x_micro))
+        targets.append(y_micro)
+    loss_fn(torch.cat(outputs), torch.cat(targets)).backward()

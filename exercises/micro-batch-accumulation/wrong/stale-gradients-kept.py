@@ -1,7 +1,4 @@
-def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
-    n = len(X)
-    for start in range(0, n, micro_batch_size):
-        x_micro = X[start : start + micro_batch_size]
-        y_micro = y[start : start + micro_batch_size]
-        loss = loss_fn(model(x_micro), y_micro) * len(x_micro) / n
+def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):
+    for x_micro, y_micro in micro_batches:
+        loss = loss_fn(model(x_micro), y_micro) * len(x_micro) / batch_size
         loss.backward()

@@ -1,6 +1,6 @@
-def accumulate_gradients(model, loss_fn, X, y, micro_batch_size):
+def accumulate_gradients(model, loss_fn, micro_batches, batch_size, micro_batch_size):
     model.zero_grad()
-    for start in range(0, len(X), micro_batch_size):
-        logits = model(X[start : start + micro_batch_size])
-        loss = loss_fn(logits, y[start : start + micro_batch_size])
+    for x_micro, y_micro in micro_batches:
+        logits = model(x_micro)
+        loss = loss_fn(logits, y_micro)
         loss.backward()  # gradients accumulate across micro-batches
