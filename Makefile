@@ -5,9 +5,10 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export PYTHONPATH := platform:.
 # What the fast lane leaves out (tests/lanes.py marks the tests that need these): the real
-# parts, and the tests that start interpreters or servers of their own (`processes`: a fresh
-# django.setup(), a bounded child, gunicorn), which both passes of `make test` run.
-FAST_LANE := not sandbox and not docker and not browser and not worker and not processes
+# parts, the tests that start interpreters or servers of their own (`processes`: a fresh
+# django.setup(), a bounded child, gunicorn) and those that take a second or more alone
+# (`heavy`: fuzzing, migrations, complexity bounds), which both passes of `make test` run.
+FAST_LANE := not sandbox and not docker and not browser and not worker and not processes and not heavy
 # Test processes (pytest-xdist): three on the 2-core reference machine. The suite waits
 # for part of its time (workers and Chromium starting, Docker, wall clocks), and a third
 # process fills it (figures: docs/measurements.md). Three exposed races between test

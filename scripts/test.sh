@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite against real services (make test runs the setup steps first).
 # Extra arguments go to pytest: scripts/test.sh tests/platform -x -q
-# The fast lane (make test-fast): scripts/test.sh -m "not sandbox and not docker and not browser and not worker and not processes"
+# The fast lane (make test-fast): scripts/test.sh -m "not sandbox and not docker and not browser and not worker and not processes and not heavy"
 # On SQLite instead of PostgreSQL: scripts/test.sh --sqlite [pytest arguments] (below)
 set -uo pipefail
 cd "$(dirname "$0")/.."

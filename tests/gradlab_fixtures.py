@@ -190,18 +190,43 @@ class CatalogRows:
     def write_back(self) -> None:
         """Inserts the rows (inside the caller's transaction: the foreign keys, deferred,
         are checked together)."""
+        from django.db import connection
         from django.utils import timezone
 
         shift = timezone.now() - self.started
         for model, rows in self.tables:
-            model._base_manager.bulk_create(
-                [model(**{k: self._moved(v, shift) for k, v in row.items()}) for row in rows]
-            )
+            objects = [model(**{k: self._moved(v, shift) for k, v in row.items()}) for row in rows]
+            if connection.vendor == "postgresql":
+                _insert_values(connection, model, objects)
+            else:
+                model._base_manager.bulk_create(objects)
 
     def _moved(self, value: Any, shift: timedelta) -> Any:
         if isinstance(value, datetime) and self.started <= value <= self.ended:
             return value + shift
         return value
+
+
+def _insert_values(connection: Any, model: Any, objects: list[Any]) -> None:
+    """One INSERT ... VALUES (...), (...) of the objects, every concrete field as stored.
+    Not bulk_create: on PostgreSQL it sends many rows as UNNEST of one array per column,
+    which psycopg's client-side binding writes as array literals in Python, escaping each
+    quote of every statement and file by a regular expression: 20 ms of CPU per test."""
+    fields = model._meta.concrete_fields
+    quote = connection.ops.quote_name
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)} "
+        f"({', '.join(quote(field.column) for field in fields)}) "
+        f"VALUES {', '.join([row] * len(objects))}"
+    )
+    params = [  # as Django's insert prepares each value (auto_now_add stamps now)
+        field.get_db_prep_save(field.pre_save(obj, True), connection)
+        for obj in objects
+        for field in fields
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 _CATALOG_ROWS: list[CatalogRows] = []  # this test process's, once the first load ran

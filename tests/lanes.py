@@ -9,10 +9,13 @@ virtual environment, PostgreSQL and Redis:
     worker    starts a real Celery worker process (which grades in the sandbox)
     processes starts Python interpreters or servers of its own (a fresh django.setup(), a
               bounded child, gunicorn): about a second of CPU each
+    heavy     needs none of that, but takes a second or more of a quiet 2-core host on its
+              own (property fuzzing of the whole API, migrations down and up, line-counting
+              complexity bounds, 50 concurrent submissions, sweeps of every package)
 
 A test gets a marker when its module or function says so, when it lives in a folder whose
 tests all need it (FOLDER_MARKERS), or when it uses a fixture that needs it
-(FIXTURE_MARKERS). `make test-fast` deselects all five; `make test` runs them all, and
+(FIXTURE_MARKERS). `make test-fast` deselects all six; `make test` runs them all, and
 its SQLite pass (scripts/test.sh --sqlite) leaves out only the four real parts.
 
 A guard makes a missing marker loud in every lane: while a test runs, starting bwrap, a
@@ -37,9 +40,10 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 SLOW_MARKERS = ("sandbox", "docker", "browser", "worker")
-# Tests that need none of the real parts but start interpreters of their own: the edit-test
-# loop leaves them out, both passes of `make test` run them.
-PROCESS_MARKERS = ("processes",)
+# Tests that need none of the real parts but start interpreters of their own, or take a
+# second or more alone: the edit-test loop leaves them out, both passes of `make test` run
+# them.
+PROCESS_MARKERS = ("processes", "heavy")
 WITHOUT_REAL_PARTS = " and ".join(f"not {marker}" for marker in SLOW_MARKERS)
 FAST_LANE = " and ".join(f"not {marker}" for marker in (*SLOW_MARKERS, *PROCESS_MARKERS))
 # Property tests (hypothesis, schemathesis) try a third of their examples in the fast lane,

@@ -150,7 +150,7 @@ def test_the_fast_lane_leaves_out_a_test_that_uses_a_worker_fixture(
 
 def test_the_fast_lane_expression_leaves_out_every_slow_marker() -> None:
     assert FAST_LANE == (
-        "not sandbox and not docker and not browser and not worker and not processes"
+        "not sandbox and not docker and not browser and not worker and not processes and not heavy"
     )
 
 
@@ -165,22 +165,29 @@ def test_the_sqlite_pass_of_the_test_script_leaves_out_the_real_parts_only() -> 
     assert f'set -- -m "{WITHOUT_REAL_PARTS}" "$@"\n' in script
 
 
-def test_a_test_starting_processes_of_its_own_is_left_out_of_the_fast_lane_only(
+def test_a_test_starting_processes_or_taking_seconds_is_left_out_of_the_fast_lane_only(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(LANE_PLUGIN)
     pytester.makeini(
         "[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n    processes\n"
+        "    heavy\n"
     )
     pytester.makepyfile(
         test_kinds=(
             "import pytest\n\ndef test_fast():\n    pass\n\n"
             "@pytest.mark.processes\ndef test_starts_an_interpreter():\n    pass\n\n"
+            "@pytest.mark.heavy\ndef test_fuzzes_for_seconds():\n    pass\n\n"
             "@pytest.fixture\ndef web_server():\n    return 'http://127.0.0.1:1'\n\n"
             "def test_uses_gunicorn(web_server):\n    pass\n"
         )
     )
-    everything = ["test_fast", "test_starts_an_interpreter", "test_uses_gunicorn"]
+    everything = [
+        "test_fast",
+        "test_starts_an_interpreter",
+        "test_fuzzes_for_seconds",
+        "test_uses_gunicorn",
+    ]
     lanes_and_tests = [
         (FAST_LANE, ["test_fast"]),
         (WITHOUT_REAL_PARTS, everything),

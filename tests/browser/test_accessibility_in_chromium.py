@@ -3,9 +3,10 @@ bundles) finds no serious or critical violation on any page, a learner's and an
 instructor's, at 1366x768 and on a 390x844 touch phone, where every input's text is at
 least 16 px (no zoom on focus) and every target at least 24 px or spaced apart (2.5.8,
 axe's target-size); keyboard alone reaches the editor, types, submits and reads the
-feedback, finds a held submission and releases it, and edits and validates an exercise; Esc, then Tab, leaves every code editor
-(2.1.2, no keyboard trap: Tab indents inside them); a phone's exercise page starts with a
-"Jump to editor" link. No worker runs: grades are written by the worker's own final write.
+feedback, finds a held submission and releases it, and edits and validates an exercise;
+Esc, then Tab, leaves every code editor (2.1.2, no keyboard trap: Tab indents inside
+them); a phone's exercise page starts with a "Jump to editor" link. No worker runs:
+grades are written by the worker's own final write.
 Screenshots: test-artifacts/screenshots/a11y-390-*.png."""
 
 from __future__ import annotations

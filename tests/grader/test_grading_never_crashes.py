@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lanes import examples
@@ -25,6 +26,9 @@ from grader.checks.registry import REGISTRY, parse_options
 from grader.protocol import Report
 from grader.report import build_report, failed_report
 from grader.spec import Manifest, Package
+
+# heavy: property tests over random and extreme captures
+pytestmark = pytest.mark.heavy
 
 # Moderate example counts: this file is in the fast lane (about 10 s of CPU in all; a third
 # of that there: lanes.examples).

@@ -30,6 +30,9 @@ from grader.checks.registry import run_check
 from grader.checks.trials import Trial, trials
 from grader.report import build_report
 
+# heavy: each counts the lines of a grading of captures at their limits
+pytestmark = pytest.mark.heavy
+
 GRADER = str(Path(grader.__file__).resolve().parent)
 T = TypeVar("T")
 

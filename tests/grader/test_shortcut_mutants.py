@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+import pytest
 from grading_helpers import REPO
 
 from grader.authoring.mutants import RebuiltGraph, RecreatedLeaf, SiteMutator, generate
@@ -66,6 +67,7 @@ def test_recreated_leaf_leaves_an_update_outside_no_grad_alone() -> None:
     assert mutate(RecreatedLeaf, source)[1].sites == 0
 
 
+@pytest.mark.heavy  # every course solution, mutated
 def test_the_course_solutions_get_the_shortcut_mutants_where_their_pattern_is() -> None:
     found = {}
     for solution in sorted((REPO / "exercises").glob("*/solution.py")):

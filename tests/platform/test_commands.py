@@ -78,6 +78,7 @@ def static_root(settings: Any, tmp_path: Path) -> Path:
     return Path(settings.STATIC_ROOT)
 
 
+@pytest.mark.heavy  # the whole of `prepare`
 def test_prepare_loads_the_exercises_and_prints_only_the_demo_accounts_on_stdout(
     static_root: Path,
 ) -> None:
@@ -93,6 +94,7 @@ def test_prepare_loads_the_exercises_and_prints_only_the_demo_accounts_on_stdout
     assert (static_root / "web").is_dir()
 
 
+@pytest.mark.heavy  # collectstatic, twice
 def test_prepare_collects_static_files_again_only_when_a_source_changed(
     static_root: Path, settings: Any, tmp_path: Path
 ) -> None:

@@ -8,6 +8,9 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+# heavy: it migrates down and up again
+pytestmark = pytest.mark.heavy
+
 BEFORE = [("web", "0001_initial"), ("courses", "0001_initial")]
 
 

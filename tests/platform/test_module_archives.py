@@ -24,6 +24,7 @@ def _load(folder: Path) -> None:
     exercises_load(exercises_dir=folder, strict=True)
 
 
+@pytest.mark.heavy  # every package of the course, archived
 @pytest.mark.parametrize("kind", archive.FORMATS)
 def test_the_export_of_a_loaded_module_is_the_archive_of_its_folder(kind: str) -> None:
     from courses.models import Module
@@ -39,6 +40,7 @@ def test_the_export_of_a_loaded_module_is_the_archive_of_its_folder(kind: str) -
         assert text.encode("utf-8") == (EXERCISES / path).read_bytes(), path
 
 
+@pytest.mark.heavy  # the course exported, imported, exported
 @pytest.mark.parametrize("kind", archive.FORMATS)
 def test_export_import_export_gives_the_same_bytes_and_versions(kind: str) -> None:
     from courses.models import Exercise, Module

@@ -16,6 +16,7 @@ CONCURRENT = 50
 QUOTA = 5
 
 
+@pytest.mark.heavy  # 50 threads, each its own connection
 def test_fifty_concurrent_submissions_from_one_learner_respect_the_quota_exactly(
     live_server: Any, alice_learner: Any, worker_queue: str, settings: Any
 ) -> None:

@@ -23,7 +23,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# heavy: it fuzzes every endpoint of the schema
+pytestmark = [pytest.mark.heavy, pytest.mark.django_db(transaction=True)]
 
 MAX_EXAMPLES = 6
 # Random cases only: the coverage phase (boundary values of every parameter, unexpected
