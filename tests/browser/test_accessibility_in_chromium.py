@@ -102,6 +102,9 @@ def small_inputs(page: Any) -> list[str]:
 def check(page: Any, name: str, *, touch: bool, found: dict[str, list[str]]) -> None:
     """The page as it is now: axe's problems, and on touch the inputs under 16 px."""
     problems = axe_problems(page, touch=touch)
+    wider = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    if wider > 1:  # the page itself scrolls sideways (a wide table scrolls in its own box)
+        problems.append(f"the page is {wider}px wider than the window")
     if touch:
         problems += [f"font-size under {MIN_INPUT_PX}px: {f}" for f in small_inputs(page)]
     if problems:

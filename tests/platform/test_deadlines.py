@@ -115,6 +115,7 @@ def test_a_late_submission_that_does_not_count_says_so_in_its_feedback_history_a
 
     assert "this submission does not count towards your grade" in page
     assert "Full marks" not in page and "it came after the due date: it does not count" in page
+    assert 'class="score-banner late"' in page and 'class="score-banner passed"' not in page
     assert 'data-testid="late">late: does not count' in page
     assert (status["late"], status["late_counts"]) == (True, False)
 
