@@ -9,6 +9,7 @@ test-artifacts/screenshots/ (git-ignored).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,17 @@ def new_page(browser: Any, page_problems: PageProblems) -> Iterator[Callable[...
     yield make
     for context in contexts:
         context.close()
+    requests_finish()
+
+
+def requests_finish(timeout_s: float = 30.0) -> None:
+    """Waits for the live server's requests still in flight when the pages closed (the
+    exercise page saves the draft on `pagehide`): one that ran on into the test's database
+    flush took a row lock the TRUNCATE waited on, a deadlock. Each request is a thread of
+    the live server (socketserver.ThreadingMixIn), named after process_request_thread."""
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(timeout_s)
 
 
 @pytest.fixture
