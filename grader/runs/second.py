@@ -112,7 +112,9 @@ def second_run(
 ) -> LabelledRun | None:
     """The learner's second run, labelled SCALED with the checks it judges, after `runs`
     (the learner's runs so far); None where it cannot change the verdict (no check's
-    reference value changes, or `runs` failed every check it could judge).
+    reference value changes, or `runs` failed every check it could judge). Where a
+    designated leaf was not started and nothing is left to run, the run returned only
+    labels the checks its hidden start would have judged (the first run's verdicts).
 
     The learner's source is rewritten (`grader.rewrite.rewrite`); a designated leaf it
     never assigns (made by `exec`, a module attribute, or code that does not parse) keeps
@@ -133,7 +135,10 @@ def second_run(
             starts=kept,
         )  # fmt: skip
         if against.capture is None or not _can_judge(runs, against.checks):
-            return None
+            # nothing left to run, but every check the hidden starts would have judged
+            # now rests on the first run alone: label it there
+            reason = missing_reason(rewritten.missing)
+            return LabelledRun("", claimed(runs[0].report, scaled.checks, reason), scaled.checks)
     assert against.capture is not None
     report, learner = learner_run(
         package, rewritten.source, against.capture, sandbox=sandbox, device=device,
@@ -142,11 +147,15 @@ def second_run(
     )  # fmt: skip
     report = followed_by_power(package, report, learner, reference, against)
     report = not_following(package, report, against.checks)
+    judged = against.checks
     if rewritten.missing:
-        report = claimed(report, against.checks, missing_reason(rewritten.missing))
+        # the checks the missing leaves' hidden starts would have judged (their reference
+        # value no longer changes, so the plain run's verdict stands) are claims as well
+        judged = against.checks | scaled.checks
+        report = claimed(report, judged, missing_reason(rewritten.missing))
     elif not against.starts:
         report = claimed(report, against.checks, NO_LEAVES)
-    return LabelledRun(SCALED, report, against.checks)
+    return LabelledRun(SCALED, report, judged)
 
 
 def _can_judge(runs: Sequence[LabelledRun], checks: frozenset[int]) -> bool:
