@@ -11,7 +11,8 @@ A case is plain data made by the exercise's `make_cases` in the reference sandbo
 
 A step is {"set": name, "op": op, "args": [operand, ...]} (+ "no_grad": true, for
 "function" a "param", "body" and "returns", for "micro_batches" a "records" name: the
-parameters' grads recorded before each micro-batch is handed out, construct.py); an
+parameters' grads recorded before each micro-batch is handed out, construct.py; the
+runner seals its X and y into the stream first, `seal`, and no step can name them); an
 operand is a name, a number, a string literal {"lit": value} or a list of operands.
 Every op is a fixed torch/numpy operation listed in OPS: no exercise code runs here, so
 nothing in the learner's sandbox computes an answer. The harness's own autograd calls
@@ -37,7 +38,7 @@ with "@"), made by hooks this module installs before the entry is called:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -293,6 +294,7 @@ class Env:
     def __init__(self, values: Mapping[str, Any], watch: Watch | None = None) -> None:
         self.values: dict[str, Any] = dict(values)
         self.watch = watch if watch is not None else Watch([], lambda: 0)
+        self.sealed: dict[str, construct.Sealed] = {}  # `seal`: by the stream's name
 
     def operand(self, raw: Any) -> Any:
         if isinstance(raw, str):
@@ -332,9 +334,12 @@ class Env:
             self.values[step["set"]] = construct.probe_backward(entry, result, grads, phase)
             return
         if op == "micro_batches":  # the data handed out one micro-batch at a time
-            model, X, y, size = (self.operand(a) for a in step["args"])
+            model = self.operand(step["args"][0])
+            batch = self.sealed.pop(step["set"], None)
+            if batch is None:  # not sealed before (the reference's variants): sealed now
+                batch = construct.seal(*(self.operand(a) for a in step["args"][1:]))
             records: list[torch.Tensor] = []
-            self.values[step["set"]] = construct.micro_batches(model, X, y, size, records)
+            self.values[step["set"]] = construct.micro_batches(model, batch, records)
             self.values[step["records"]] = records
             return
         if op not in OPS:
@@ -398,16 +403,52 @@ def gradcheck(entry: Any, point: Any, step: Mapping[str, Any]) -> dict[str, Any]
     return {"ok": bool(ok), "message": ""}
 
 
-def prepare(case: Mapping[str, Any], autograd_calls: Callable[[], int] | None = None) -> Env:
+def prepare(
+    case: Mapping[str, Any],
+    autograd_calls: Callable[[], int] | None = None,
+    sealed: dict[str, construct.Sealed] | None = None,
+) -> Env:
     """The case's inputs (copied) and built values: also what `variants` receives.
-    `autograd_calls` counts the learner's autograd API calls (the "autograd" watch)."""
+    `autograd_calls` counts the learner's autograd API calls (the "autograd" watch);
+    `sealed` holds the batches `seal` took out of the case (each taken out of it by its
+    step, so that the caller's dict holds none afterwards)."""
     inputs = case.get("inputs", {})
     if not isinstance(inputs, dict):
         raise CaseError("inputs must be a dict")
     watch = Watch(case.get("watch", []), autograd_calls or (lambda: 0))
     env = Env({name: _copy(value) for name, value in inputs.items()}, watch)
+    env.sealed = sealed if sealed is not None else {}
     env.run(case.get("build", []))
     return env
+
+
+def seal(case: MutableMapping[str, Any]) -> dict[str, construct.Sealed]:
+    """The batch of each "micro_batches" build step cut into micro-batches and sealed in
+    its stream-to-be (construct.seal), its X and y taken out of the case's inputs: the
+    runner calls this on a case as soon as it is decoded, before any of torch's Python
+    code runs for it (reseeding, building the model), where a hook or a replaced function
+    of the learner's could find the batch while the harness works. X and y can then not
+    be named by any step or observation."""
+    inputs = case.get("inputs")
+    build = case.get("build", [])
+    if not isinstance(inputs, dict) or not isinstance(build, list):
+        return {}
+    sealed: dict[str, construct.Sealed] = {}
+    for step in build:
+        if not isinstance(step, dict) or step.get("op") != "micro_batches":
+            continue
+        _, x_name, y_name, size = step["args"]
+        if not all(isinstance(name, str) and name in inputs for name in (x_name, y_name)):
+            raise CaseError("a micro_batches step takes its X and y by name from the inputs")
+        size = inputs[size] if isinstance(size, str) and size in inputs else size
+        sealed[step["set"]] = construct.seal(inputs.pop(x_name), inputs.pop(y_name), size)
+    return sealed
+
+
+def release(case: MutableMapping[str, Any]) -> None:
+    """Lets go of the case's decoded inputs once `prepare` has copied them into the Env:
+    the runner calls this before the learner's entry."""
+    case.pop("inputs", None)
 
 
 def call_entry(env: Env, case: Mapping[str, Any], entry: Any) -> None:

@@ -19,14 +19,19 @@ choose (FORMAT.md section 1, "probe_backward" and the "numpy_only" call).
   records a copy of every parameter's `.grad` (flattened, in `model.parameters()` order).
   Code that asks for the next micro-batch before it has accumulated this one's gradient
   (one backward over joined micro-batches, one over a summed loss, the whole batch
-  gathered first) leaves other values there than the reference's partial sums.
+  gathered first) leaves other values there than the reference's partial sums. Nothing
+  else in the process holds the batch: the runner seals it into the stream as soon as
+  the case is decoded (`seal`, casework.seal), and the stream keeps its micro-batches in
+  a generator frame of its own, out of the learner's gc.get_objects, reachable only
+  through audited frame attributes (`micro_batches` below).
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -39,6 +44,14 @@ DUAL_OPS = ("_make_dual", "_unpack_dual", "_fw_primal")
 _NO_GRAD = torch.no_grad
 _INFERENCE = torch.inference_mode
 _FUNCTION = torch.autograd.Function
+# Taken at import, before any learner code: what the micro-batch stream calls while its
+# frames are on the stack (`_unobserved_step`), none of which the learner can replace for it.
+_GRAD = torch._C.TensorBase.grad
+_TENSOR = torch.Tensor
+_CAT, _ZEROS, _FULL = torch.cat, torch.zeros, torch.full
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_NO_TORCH_DISPATCH = torch._C._DisableTorchDispatch
+_GC_ENABLED, _GC_DISABLE, _GC_ENABLE = gc.isenabled, gc.disable, gc.enable
 
 
 class DerivativeWatch(TorchDispatchMode):
@@ -188,40 +201,152 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Ids of what the streams hold and have not handed out yet: guard.HeapView leaves them
+# out of the learner's gc.get_objects (runner.py gives it this set). Ids, not objects:
+# reaching the set reaches no tensor.
+WITHHELD: set[int] = set()
+
+
+class Sealed(NamedTuple):
+    """A batch cut into micro-batches (`seal`): the primed generator that holds them, and
+    how many there are."""
+
+    source: Iterator[tuple[torch.Tensor, torch.Tensor] | None]
+    length: int
+
+
+def seal(X: Any, y: Any, size: Any) -> Sealed:
+    """X and y cut into micro-batches of at most `size` samples, copied out of them and
+    held from now on by a generator of their own (`_withheld`), reachable only through
+    its audited `gi_frame`, whose contents guard.HeapView leaves out (WITHHELD). The case
+    runner seals a case's batch first, before any of torch's Python code runs for the case
+    (where a hook or a replaced function of the learner's could find it), and lets go of
+    X and y. Only torch's C methods of X and y run here."""
+    step = int(size)
+    pairs = [(X[s : s + step].clone(), y[s : s + step].clone()) for s in range(0, len(X), step)]
+    source = _withheld(pairs)
+    next(source)  # primed: from here on its `finally` runs however the stream ends
+    return Sealed(source, len(pairs))
+
+
 def micro_batches(
-    model: Any, X: Any, y: Any, size: Any, records: list[torch.Tensor]
+    model: Any, batch: Sealed, records: list[torch.Tensor]
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """A one-pass stream of (x_micro, y_micro) pairs of at most `size` samples, copies
-    made as they are asked for; before each pair, the parameters' gradients at that
-    moment go into `records` (`partial_grads`): before the first, what the loop started
-    from, before each later one, the gradient accumulated so far. The parameters are the
-    ones the harness built, taken now, before any learner code runs."""
-    return _handed_out(list(model.parameters()), X, y, int(size), records)
+    """A one-pass stream of the sealed batch's (x_micro, y_micro) pairs; before each pair,
+    the parameters' gradients at that moment go into `records` (`partial_grads`): before
+    the first, what the loop started from, before each later one, the gradient
+    accumulated so far. The parameters are the ones the harness built, taken now, before
+    any learner code runs.
+
+    Nothing else holds the batch while the learner's code runs (runner.py seals it and
+    lets go of the decoded case's X and y): the pairs not handed out yet are in the frame
+    of `_withheld`, which the stream's generator holds in turn. Reaching either frame
+    (`gi_frame`, a traceback's `tb_frame`) is an audited attribute, `frame-walk`
+    (guard.py); the pairs are out of the learner's gc.get_objects (WITHHELD, and
+    guard.HeapView leaves out the harness's generators); and no code of the learner's
+    runs while either frame is on the stack (`_unobserved_step`), where it could reach
+    them through `f_back`, which is not audited. Driving `_withheld` itself only takes
+    micro-batches away from the stream: its records then fall short."""
+    params = [Param(p, p.numel(), p.dtype, p.device) for p in model.parameters()]
+    return _handed_out(params, batch.source, batch.length, records)
 
 
 def _handed_out(
-    params: list[torch.Tensor], X: Any, y: Any, step: int, records: list[torch.Tensor]
+    params: list[Param],
+    source: Iterator[tuple[torch.Tensor, torch.Tensor] | None],
+    count: int,
+    records: list[torch.Tensor],
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    for start in range(0, len(X), step):
-        records.append(partial_grads(params))
-        yield X[start : start + step].clone(), y[start : start + step].clone()
+    for index in range(count):
+        pair = _unobserved_step(params, source, records, index == count - 1)
+        if pair is None:
+            return
+        yield pair
 
 
-def partial_grads(params: list[torch.Tensor]) -> torch.Tensor:
+def _withheld(
+    pairs: list[tuple[torch.Tensor, torch.Tensor]],
+) -> Iterator[tuple[torch.Tensor, torch.Tensor] | None]:
+    """Hands out `pairs` in order, each out of WITHHELD as it goes (the learner's own
+    from then on); what is left leaves WITHHELD when the stream is dropped. Between the
+    priming and the end it makes no container object, so no garbage collection (and no
+    finalizer or gc callback of the learner's, whose caller's frame this would be) starts
+    while this frame runs."""
+    WITHHELD.update(_ids(pairs))
+    try:
+        yield None
+        while pairs:
+            pair = pairs.pop(0)
+            _let_go(pair)
+            yield pair
+    finally:
+        while pairs:  # dropped before the end: the rest let go of the same way
+            _let_go(pairs.pop())
+        WITHHELD.discard(id(pairs))
+
+
+def _let_go(pair: tuple[torch.Tensor, torch.Tensor]) -> None:
+    WITHHELD.discard(id(pair))
+    WITHHELD.discard(id(pair[0]))
+    WITHHELD.discard(id(pair[1]))
+
+
+def _ids(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> set[int]:
+    return {id(pairs)} | {id(item) for pair in pairs for item in (pair, *pair)}
+
+
+class Param(NamedTuple):
+    """A parameter and what partial_grads compares its grad with, taken before any
+    learner code runs (a class the learner gave the parameter later cannot answer)."""
+
+    tensor: torch.Tensor
+    numel: int
+    dtype: torch.dtype
+    device: torch.device
+
+
+def _unobserved_step(
+    params: list[Param],
+    source: Iterator[tuple[torch.Tensor, torch.Tensor] | None],
+    records: list[torch.Tensor],
+    last: bool,
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Records the grads and takes the next pair with torch function and dispatch modes
+    and tensor subclasses off, and automatic garbage collection too (its callbacks and
+    the finalizers it runs), so that none of the learner's code runs above the stream's
+    frames. Collection is off before anything is allocated (an allocation can start one).
+    After the last pair `source` is run to its end here, not closed later by a
+    GeneratorExit (an allocation, with collection on)."""
+    collecting = _GC_ENABLED()
+    _GC_DISABLE()
+    try:
+        with _NO_TORCH_FUNCTION(), _NO_TORCH_DISPATCH():
+            records.append(partial_grads(params))
+            pair = next(source)
+            if last:
+                next(source, None)
+            return pair
+    finally:
+        if collecting:
+            _GC_ENABLE()
+
+
+def partial_grads(params: list[Param]) -> torch.Tensor:
     """Every parameter's `.grad` flattened into one new tensor (None: zeros; anything
-    but a plain tensor of the parameter's size and device: NaN, never a match)."""
+    but a plain tensor of the parameter's size and device: NaN, never a match). The grad
+    is read with torch's own getter: no property of a subclass runs."""
     parts = []
     for param in params:
-        grad = param.grad
+        grad = _GRAD.__get__(param.tensor)
         if grad is None:
-            parts.append(torch.zeros(param.numel(), dtype=param.dtype))
-        elif type(grad) is torch.Tensor and _same_layout(grad, param):
+            parts.append(_ZEROS(param.numel, dtype=param.dtype))
+        elif type(grad) is _TENSOR and _same_layout(grad, param):
             parts.append(grad.detach().reshape(-1).to(param.dtype, copy=True))
         else:
-            parts.append(torch.full((param.numel(),), float("nan"), dtype=param.dtype))
-    return torch.cat(parts)
+            parts.append(_FULL((param.numel,), float("nan"), dtype=param.dtype))
+    return _CAT(parts)
 
 
-def _same_layout(grad: torch.Tensor, param: torch.Tensor) -> bool:
-    same_size = grad.numel() == param.numel() and grad.layout == torch.strided
+def _same_layout(grad: torch.Tensor, param: Param) -> bool:
+    same_size = grad.numel() == param.numel and grad.layout == torch.strided
     return same_size and grad.device == param.device and not grad.is_complex()

@@ -2,11 +2,12 @@
 prevent, it records.
 
 - `AuditGuard`: a PEP 578 audit hook, installed before the learner's code runs and active
-  only while it runs, that records attempts to reach the harness: ctypes, per-process
-  `/proc` and `/dev/fd` paths, walking objects through `gc`, reaching a harness frame
-  (`sys._getframe`, a traceback's or generator's frame), trace/profile hooks, a second
-  audit hook, new sockets (the way to the protocol descriptor), and attribute changes
-  on protected objects (torch's autograd classes, the harness's own classes).
+  while it runs (its frame and heap events while the harness runs too, ALWAYS_WATCHED),
+  that records attempts to reach the harness: ctypes, per-process `/proc` and `/dev/fd`
+  paths, walking objects through `gc`, reaching a harness frame (`sys._getframe`, a
+  traceback's or generator's frame), trace/profile hooks, a second audit hook, new
+  sockets (the way to the protocol descriptor), and attribute changes on protected
+  objects (torch's autograd classes, the harness's own classes).
 - `Snapshot`: the identities of the functions and attributes the harness relies on
   (builtins, torch.autograd and its engine entry, torch.Tensor's attributes, json, the
   harness's modules, and each function's code object), taken before the learner's code
@@ -31,6 +32,7 @@ import sys
 import sysconfig
 import types
 from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
@@ -56,6 +58,10 @@ OWN_STATUS = frozenset({"/proc/self/status", "/proc/self/statm", "/proc/self/sta
 TRACE_RESTORERS = frozenset({os.path.join(sysconfig.get_paths()["stdlib"], "doctest.py")})
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+# Watched while the harness runs too (the harness itself never raises them, but learner
+# code that Python or torch calls back then can: a hook of torch's, a finalizer, a thread,
+# a signal handler): what reaches a harness frame or the heap.
+ALWAYS_WATCHED = GC_EVENTS | {"object.__getattr__", "sys._current_frames"}
 TRACE_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
 
 Report = Callable[[str, str], None]
@@ -135,6 +141,7 @@ class AuditGuard:
         self.protected = {id(obj) for obj in protected}
         self.active = False
         self.filtering = False  # HeapView's own call of the real gc.get_objects
+        self.trusted = False  # the harness reading its own frames (`trusting`)
         self._busy = False
         self.traces = (sys.gettrace(), sys.getprofile())
 
@@ -158,6 +165,16 @@ class AuditGuard:
         finally:
             self.active = previous
 
+    @contextmanager
+    def trusting(self) -> Iterator[None]:
+        """The harness's own reads of frames (a learner's exception's traceback): not
+        recorded, even the events watched while the harness runs."""
+        previous, self.trusted = self.trusted, True
+        try:
+            yield
+        finally:
+            self.trusted = previous
+
     def lingering_trace(self) -> tuple[str, str] | None:
         """A trace or profile function still installed when the learner's code hands back
         to the harness (set by code whose call was not itself flagged, e.g. doctest)."""
@@ -166,7 +183,7 @@ class AuditGuard:
         return "trace-hook", "a trace or profile function was left installed over the harness"
 
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or self._busy:
+        if self._busy or self.trusted or not (self.active or event in ALWAYS_WATCHED):
             return
         self._busy = True
         try:
@@ -303,12 +320,15 @@ class Lure(dict[str, Any]):
 
 
 class HeapView:
-    """`gc.get_objects` while the learner's code runs: the objects it may know of, not the
-    harness's. Hidden: every object alive when the view was armed (the harness, its
-    envelope, the libraries), instances of the harness's classes, its frames and
-    functions, and what the recorder's records hold; added: one `Lure`. Counting live
-    tensors, the usual leak check, sees exactly the learner's tensors and is not flagged;
-    reading the lure is `gc-walk`, and so is reaching the real function around the view."""
+    """`gc.get_objects` from the learner's code (or code of the learner's that runs while
+    the harness works): the objects it may know of, not the harness's. Hidden: every
+    object alive when the view was armed (the harness, its envelope, the libraries),
+    instances of the harness's classes, its frames, functions
+    and generators, what the recorder's records hold, and `withheld` (the ids of what a
+    micro-batch stream holds and has not handed out, construct.WITHHELD); added: one
+    `Lure`. Counting live tensors, the usual leak check, sees exactly the learner's
+    tensors and is not flagged; reading the lure is `gc-walk`, and so is reaching the
+    real function around the view."""
 
     def __init__(
         self,
@@ -316,18 +336,24 @@ class HeapView:
         original: Callable[..., list[Any]],
         harness_types: Iterable[type],
         records: Callable[[], list[Any]],
+        withheld: AbstractSet[int] = frozenset(),
     ) -> None:
         self.guard = guard
         self.original = original
         self.harness_types = tuple(harness_types)
         self.records = records
+        self.withheld = withheld  # live: the ids construct.WITHHELD holds at each call
         self.before: list[Any] = []
         self.hidden: set[int] = set()
         self.lure = Lure(guard.report)
 
     def arm(self) -> None:
         """Takes the objects alive now (held, so that their ids stay theirs)."""
-        self.before = self.original()
+        self.guard.filtering = True
+        try:
+            self.before = self.original()
+        finally:
+            self.guard.filtering = False
         self.hidden = {id(obj) for obj in self.before}
         self.hidden.update((id(self.before), id(self.hidden), id(self.lure)))
 
@@ -337,10 +363,13 @@ class HeapView:
             found = self.original() if generation is None else self.original(generation)
         finally:
             self.guard.filtering = False
-        if not self.guard.active:
-            return found
         hidden = self.hidden | self._recorded() | {id(found)}
-        kept = [obj for obj in found if id(obj) not in hidden and not self._harness(obj)]
+        withheld = self.withheld
+        kept = [
+            obj
+            for obj in found
+            if id(obj) not in hidden and id(obj) not in withheld and not self._harness(obj)
+        ]
         kept.append(self.lure)
         return kept
 
@@ -350,6 +379,8 @@ class HeapView:
         files = self.guard.harness_files
         if isinstance(obj, types.FrameType):
             return obj.f_code.co_filename in files
+        if isinstance(obj, types.GeneratorType):  # a micro-batch stream (construct.py)
+            return obj.gi_code.co_filename in files
         if isinstance(obj, types.MethodType):
             obj = obj.__func__
         return isinstance(obj, types.FunctionType) and obj.__code__.co_filename in files

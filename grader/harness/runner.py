@@ -29,7 +29,7 @@ import time
 import traceback
 import types
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import casework
@@ -53,6 +53,7 @@ MAX_MESSAGE = 2_000
 MAX_TRACEBACK = 8_000
 MAX_TAMPER = 100
 SEED = 0
+_GC_ENABLED, _GC_DISABLE, _GC_ENABLE = gc.isenabled, gc.disable, gc.enable
 HARNESS_MODULES = (
     "casework", "channel", "confine", "conversation", "guard", "instrument", "values", "runner",
     "standin", "construct",
@@ -144,6 +145,7 @@ class Runner:
         self.device_mode: Any = contextlib.nullcontext()  # the stand-in GPU's mode
         self.learner_seeds = envelope.get("seed_by_learner") is True
         self.drawn_seed: int | None = None  # torch's seed the harness left (learner seeds)
+        self.learner_collects = True  # automatic gc, as the learner's code left it
 
     # -- integrity ------------------------------------------------------------------
 
@@ -185,6 +187,8 @@ class Runner:
         harness_dir = os.path.dirname(os.path.abspath(__file__))
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != harness_dir]
         heap.arm()  # last: everything alive now is hidden from the learner's gc
+        self.learner_collects = _GC_ENABLED()
+        _GC_DISABLE()  # on only while the learner's code runs (`watching`)
 
     def heap_view(self, spaces: dict[str, Any]) -> guard.HeapView:
         """The learner's `gc.get_objects` (guard.HeapView): the harness's objects hidden."""
@@ -196,7 +200,7 @@ class Runner:
             return [recorder.calls, recorder.steps, recorder.grad_results,
                     recorder.last_backward, recorder.last_step]  # fmt: skip
 
-        return guard.HeapView(self.audit, gc.get_objects, classes, records)
+        return guard.HeapView(self.audit, gc.get_objects, classes, records, construct.WITHHELD)
 
     def verify(self) -> None:
         """Compares what the harness relies on with the snapshot taken before."""
@@ -208,9 +212,27 @@ class Runner:
             self.traced = True
             self.tamper(*lingering)
 
-    def watching(self) -> Any:
+    def describe(self, error: BaseException) -> dict[str, Any]:
+        """describe_exception, whose traceback walk reads harness frames: trusted."""
         assert self.audit is not None
-        return self.audit.watching()
+        with self.audit.trusting():
+            return describe_exception(error)
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """While the learner's code runs: the audit hook on, and automatic garbage
+        collection as the learner's code last left it. The harness runs with it off, so
+        that no gc callback of the learner's, nor a finalizer a collection would run,
+        runs while the harness works on a case."""
+        assert self.audit is not None
+        with self.audit.watching():
+            if self.learner_collects:
+                _GC_ENABLE()
+            try:
+                yield
+            finally:
+                self.learner_collects = _GC_ENABLED()
+                _GC_DISABLE()
 
     # -- the run --------------------------------------------------------------------
 
@@ -274,9 +296,9 @@ class Runner:
                 exec(code, namespace)
         except SystemExit as error:
             if error.code not in (None, 0):
-                exception = describe_exception(error)
+                exception = self.describe(error)
         except BaseException as error:
-            exception = describe_exception(error)
+            exception = self.describe(error)
         return exception, round(time.perf_counter() - started, 6)
 
     def safe_encode(self, value: Any) -> dict[str, Any]:
@@ -324,8 +346,9 @@ class Runner:
             result = self.run_case(entry, decoded, missing)
             if variants is not None:
                 reseed()
+                whole = decode(raw)  # run_case let go of the decoded case's inputs
                 with self.recorder.paused():
-                    extra = variants(decoded, casework.prepare(decoded).values)
+                    extra = variants(whole, casework.prepare(whole).values)
                 for key, value in extra.items():
                     result["observations"][f"_{key.lstrip('_')}"] = self.safe_encode(value)
             result["input"] = raw
@@ -334,15 +357,20 @@ class Runner:
     def learner_cases(self, entry: Any, missing: bool) -> None:
         index = 0
         while True:
+            # what the last case's records held of the learner's objects dies now, before
+            # the next case's data arrives (a finalizer of theirs runs here, not later)
+            self.recorder.reset()
             self.end.send({"type": "next"})
             message = self.end.receive()
             if message.get("type") != "case":
                 return
-            result = self.run_case(entry, decode(message["case"]), missing)
+            # popped: only the decoded case holds its data, until casework.seal takes it
+            result = self.run_case(entry, decode(message.pop("case")), missing)
             self.end.send({"type": "case-result", "index": index, "result": result})
             index += 1
 
     def run_case(self, entry: Any, case: Any, missing: bool) -> dict[str, Any]:
+        sealed = casework.seal(case)  # first: before torch's Python code runs for the case
         self.recorder.reset()
         self.reseed()
         observations: dict[str, Any] = {}
@@ -350,10 +378,11 @@ class Runner:
         started = time.perf_counter()
         if missing:
             name = self.envelope["entry"]
-            exception = describe_exception(NameError(f"name {name!r} is not defined"))
+            exception = self.describe(NameError(f"name {name!r} is not defined"))
         else:
             try:
-                env = casework.prepare(case, lambda: self.recorder.api_calls)
+                env = casework.prepare(case, lambda: self.recorder.api_calls, sealed)
+                casework.release(case)
                 self.recorder.watch = lambda: observed_values(env, case)
                 with self.watching():
                     casework.call_entry(env, case, entry)
@@ -365,7 +394,7 @@ class Runner:
             except casework.CaseError:
                 raise
             except BaseException as error:
-                exception = describe_exception(error)
+                exception = self.describe(error)
         self.recorder.watch = dict
         self.verify()
         return {

@@ -18,6 +18,11 @@ MAX_DEPTH = 8  # nesting of lists/dicts kept
 MAX_ITEMS = 1000  # items of one list/dict kept
 MAX_STRING = 10_000  # characters of one string kept
 MAX_PARAMS = 200  # parameters of one nn.Module kept
+# Taken at import, before any learner code: `decode` holds a hidden case's data while the
+# harness prepares the case, and the learner's code can rebind module attributes of torch
+# and numpy (which the runner's snapshot does not watch) to see what they are given.
+_TENSOR = torch.tensor
+_ARRAY = np.array
 
 
 def number(value: float | int | bool) -> float | int | bool | str:
@@ -199,7 +204,7 @@ def decode(raw: Any) -> Any:
         return _decode_tensor(raw)
     if kind == "ndarray":
         data = [unnumber(v) for v in raw["data"]]
-        return np.array(data, dtype=raw["dtype"]).reshape(raw["shape"])
+        return _ARRAY(data, dtype=raw["dtype"]).reshape(raw["shape"])
     if kind in ("number", "bool", "str"):
         return unnumber(raw["value"]) if kind == "number" else raw["value"]
     if kind == "list":
@@ -212,7 +217,7 @@ def decode(raw: Any) -> Any:
 def _decode_tensor(raw: dict[str, Any]) -> torch.Tensor:
     dtype = getattr(torch, raw["dtype"])
     data = [unnumber(v) for v in raw["data"]]
-    tensor = torch.tensor(data, dtype=dtype).reshape(raw["shape"])
+    tensor = _TENSOR(data, dtype=dtype).reshape(raw["shape"])
     if raw.get("requires_grad") and (tensor.is_floating_point() or tensor.is_complex()):
         tensor.requires_grad_(True)
     return tensor

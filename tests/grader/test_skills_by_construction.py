@@ -318,6 +318,23 @@ HONEST_LOOPS = {
         "        share = torch.full_like(loss, len(x_micro) / batch_size)\n"
         "        torch.autograd.backward([loss], [share], inputs=params)\n"
     ),
+    "a loop that counts live tensors with gc.get_objects and finds its own among them": (
+        "import gc\nimport torch\n\n"
+        "def live_tensors():\n"
+        "    return [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]\n\n"
+        + SIGNATURE
+        + "    model.zero_grad()\n"
+        "    live = live_tensors()\n"
+        "    assert all(any(t is p for t in live) for p in model.parameters())\n"
+        "    counts = [len(live)]\n"
+        "    for x_micro, y_micro in micro_batches:\n"
+        "        live = live_tensors()\n"
+        "        assert any(t is x_micro for t in live) and any(t is y_micro for t in live)\n"
+        "        counts.append(len(live))\n"
+        "        loss = loss_fn(model(x_micro), y_micro) * len(x_micro) / batch_size\n"
+        "        loss.backward()\n"
+        "    assert min(counts) >= len(list(model.parameters()))\n"
+    ),
 }
 
 
@@ -326,5 +343,211 @@ def test_honest_accumulation_loops_unlike_the_reference_keep_every_point(
     grade_code: GradeCode, code: str
 ) -> None:
     report = grade_code(MICRO, code)
+    assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
+    assert not report.integrity_flags
+
+
+# Each searches the runner child for the full batch (X and y of the hidden case, longer
+# than any micro-batch) and, where it finds it, puts in .grad before each next micro-batch
+# the gradient over the whole prefix, computed from the full batch in one call: nothing is
+# accumulated micro-batch by micro-batch. The stream must be the only holder of the data,
+# hidden from gc.get_objects, its state reachable only through audited attributes.
+PREFIX_FROM_FULL_BATCH = (
+    "import gc\nimport itertools\nimport sys\nimport types\n\nimport torch\n\n"
+    "def matching(tensors, part, batch_size):\n"
+    "    for t in tensors:\n"
+    "        same_kind = t.dim() > 0 and len(t) == batch_size and t.dtype == part.dtype\n"
+    "        if same_kind and t.shape[1:] == part.shape[1:] and t[: len(part)].equal(part):\n"
+    "            return t\n"
+    "    return None\n\n"
+    "def full_batch(tensors, first, batch_size, queues=()):\n"
+    "    x, y = (matching(tensors, part, batch_size) for part in first)\n"
+    "    if x is not None and y is not None:\n"
+    "        return x, y\n"
+    "    for queue in queues:  # micro-batches not handed out yet, joined\n"
+    "        xs, ys = zip(*queue)\n"
+    "        if sum(map(len, xs)) == batch_size:\n"
+    "            return torch.cat(xs), torch.cat(ys)\n"
+    "    return None\n\n"
+    "def callers(frame):\n"
+    "    found = []\n"
+    "    while frame is not None:\n"
+    "        found.append(frame.f_locals)\n"
+    "        frame = frame.f_back\n"
+    "    return found\n\n"
+    "def reachable(roots, generators=False):\n"
+    "    # what `roots` hold, through attributes CPython does not audit (f_back, f_locals,\n"
+    "    # __dict__) and, with `generators`, through a generator's gi_frame\n"
+    "    stack, tensors, queues, seen = list(roots), [], [], set()\n"
+    "    skipped = (type, types.ModuleType, types.FunctionType, types.MethodType)\n"
+    "    while stack and len(seen) < 50_000:\n"
+    "        obj = stack.pop()\n"
+    "        if id(obj) in seen:\n"
+    "            continue\n"
+    "        seen.add(id(obj))\n"
+    "        if isinstance(obj, torch.Tensor):\n"
+    "            tensors.append(obj)\n"
+    "        elif type(obj) is dict:\n"
+    "            stack.extend(obj.values())\n"
+    "        elif isinstance(obj, (list, tuple)):\n"
+    "            pairs = [p for p in obj if type(p) is tuple and len(p) == 2]\n"
+    "            if obj and len(pairs) == len(obj):\n"
+    "                queues.append(list(obj))\n"
+    "            stack.extend(obj)\n"
+    "        elif isinstance(obj, types.GeneratorType):\n"
+    "            if generators and obj.gi_frame is not None:\n"
+    "                stack.extend(obj.gi_frame.f_locals.values())\n"
+    "        elif not isinstance(obj, skipped):\n"
+    "            fields = getattr(obj, '__dict__', None)\n"
+    "            stack.extend(fields.values() if type(fields) is dict else ())\n"
+    "    return tensors, queues\n\n" + SIGNATURE + "    stream = iter(micro_batches)\n"
+    "    first = next(stream)\n"
+    "    found = find_full_batch(micro_batches, first, batch_size)\n"
+    "    if found is None:\n"
+    "        return  # nothing found: the stale grads stay\n"
+    "    X, Y = found\n"
+    "    params = list(model.parameters())\n"
+    "    end = 0\n"
+    "    for x_micro, _ in itertools.chain([first], stream):\n"
+    "        end += len(x_micro)\n"
+    "        loss = loss_fn(model(X[:end]), Y[:end]) * end / batch_size\n"
+    "        for p, g in zip(params, torch.autograd.grad(loss, params)):\n"
+    "            p.grad = g\n\n"
+)
+FULL_BATCH_SEARCHES = {
+    "every live tensor gc.get_objects lists": (
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    tensors = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]\n"
+        "    return full_batch(tensors, first, batch_size)\n",
+        None,
+    ),
+    "the callers' frames through f_back and f_locals, which CPython does not audit": (
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    tensors, _ = reachable(callers(sys._getframe(0).f_back))\n"
+        "    return full_batch(tensors, first, batch_size)\n",
+        None,
+    ),
+    "a torch parameter-registration hook's callers while the harness builds the model": (
+        "from torch.nn.modules.module import register_module_parameter_registration_hook\n\n"
+        "kept = []\n\n"
+        "def registered(module, name, param):\n"
+        "    kept.extend(reachable(callers(sys._getframe(0).f_back))[0])\n\n"
+        "register_module_parameter_registration_hook(registered)\n\n"
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    return full_batch(kept, first, batch_size)\n",
+        None,
+    ),
+    "the same hook reading the generators those frames hold, through gi_frame": (
+        "from torch.nn.modules.module import register_module_parameter_registration_hook\n\n"
+        "kept, queues = [], []\n\n"
+        "def registered(module, name, param):\n"
+        "    tensors, found = reachable(callers(sys._getframe(0).f_back), generators=True)\n"
+        "    kept.extend(tensors)\n"
+        "    queues.extend(found)\n\n"
+        "register_module_parameter_registration_hook(registered)\n\n"
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    return full_batch(kept, first, batch_size, queues)\n",
+        "frame-walk",
+    ),
+    "what torch.tensor was given while the harness decoded the case (replaced at import)": (
+        "made = []\n"
+        "real_tensor = torch.tensor\n\n"
+        "def spy(data, *args, **kwargs):\n"
+        "    made.append(real_tensor(data, *args, **kwargs))\n"
+        "    return made[-1]\n\n"
+        "torch.tensor = spy\n\n"
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    found = []\n"
+        "    for part in first:\n"
+        "        size = batch_size * part[0].numel()\n"
+        "        rows = [t.reshape(-1, *part.shape[1:]) for t in made if t.numel() == size]\n"
+        "        found.append(matching(rows, part, batch_size))\n"
+        "    return None if any(f is None for f in found) else tuple(found)\n",
+        None,
+    ),
+    "a gc callback's callers through f_back while the harness prepares the case": (
+        "kept = []\n\n"
+        "def collected(phase, info):\n"
+        "    frame = sys._getframe(0).f_back\n"
+        "    while frame is not None:\n"
+        "        for value in list(frame.f_locals.values()):\n"
+        "            inputs = value.get('inputs') if type(value) is dict else None\n"
+        "            if type(inputs) is dict:\n"
+        "                kept.extend(v for v in inputs.values() if isinstance(v, torch.Tensor))\n"
+        "        frame = frame.f_back\n\n"
+        "gc.callbacks.append(collected)\n"
+        "gc.set_threshold(1)  # a collection at every allocation\n\n"
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    return full_batch(kept, first, batch_size)\n",
+        None,
+    ),
+    "the stream's generator frames, the micro-batches still to come joined": (
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    tensors, queues = reachable([micro_batches], generators=True)\n"
+        "    queues = [[first, *queue] for queue in queues]\n"
+        "    return full_batch(tensors, first, batch_size, queues)\n",
+        "frame-walk",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("search", "flagged"), FULL_BATCH_SEARCHES.values(), ids=FULL_BATCH_SEARCHES.keys()
+)
+def test_the_full_batch_searched_for_in_the_process_earns_no_accumulation_points_unflagged(
+    grade_code: GradeCode, search: str, flagged: str | None
+) -> None:
+    report = grade_code(MICRO, PREFIX_FROM_FULL_BATCH + search)
+    flags = [f"{flag.kind} {flag.detail}" for flag in report.integrity_flags]
+    per_batch = {c.name: c for c in report.checks}[PER_BATCH]
+    assert flags or per_batch.score == 0, (flags, per_batch.message)
+    if flagged is None:  # not found: nothing of the full batch is left where it looked
+        assert not flags and not per_batch.passed, (flags, per_batch.message)
+    else:
+        assert any(flag.startswith(f"tamper {flagged}:") for flag in flags), flags
+
+
+# Learner code that torch or the garbage collector calls while the stream works would have
+# the stream's frames below it, reachable through f_back (not audited): none is called.
+STREAM_CALLERS_PROBE = (
+    "import gc\nimport sys\n\nimport torch\n"
+    "from torch.overrides import TorchFunctionMode\n"
+    "from torch.utils._python_dispatch import TorchDispatchMode\n\n"
+    "callers = set()\n\n"
+    "def note_callers(frame):\n"
+    "    while frame is not None and frame.f_globals.get('__name__') != 'submission':\n"
+    "        callers.add(frame.f_globals.get('__name__'))\n"
+    "        frame = frame.f_back\n\n"
+    "class Functions(TorchFunctionMode):\n"
+    "    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+    "        note_callers(sys._getframe(0).f_back)\n"
+    "        return func(*args, **(kwargs or {}))\n\n"
+    "class Dispatch(TorchDispatchMode):\n"
+    "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+    "        note_callers(sys._getframe(0).f_back)\n"
+    "        return func(*args, **(kwargs or {}))\n\n"
+    "def collected(phase, info):\n"
+    "    note_callers(sys._getframe(0).f_back)\n\n" + SIGNATURE + "    model.zero_grad()\n"
+    "    stream = iter(micro_batches)\n"
+    "    threshold = gc.get_threshold()\n"
+    "    gc.callbacks.append(collected)\n"
+    "    while True:\n"
+    "        gc.set_threshold(1)  # a collection at every allocation\n"
+    "        with Functions(), Dispatch():\n"
+    "            pair = next(stream, None)\n"
+    "        gc.set_threshold(*threshold)\n"
+    "        if pair is None:\n"
+    "            break\n"
+    "        x_micro, y_micro = pair\n"
+    "        (loss_fn(model(x_micro), y_micro) * len(x_micro) / batch_size).backward()\n"
+    "    gc.callbacks.remove(collected)\n"
+    "    assert 'construct' not in callers, sorted(map(str, callers))\n"
+)
+
+
+def test_learner_code_hooked_into_torch_and_gc_runs_above_none_of_the_streams_frames(
+    grade_code: GradeCode,
+) -> None:
+    report = grade_code(MICRO, STREAM_CALLERS_PROBE)
     assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
     assert not report.integrity_flags
