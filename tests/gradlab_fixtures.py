@@ -87,10 +87,12 @@ def sandbox() -> Iterator[Any]:
     bubblewrap forking each CPU job from a torch-loaded zygote (as `make run` does), with a
     warm spare for any other job (each run still gets a fresh sandbox). The grading tests of
     tests/grader and tests/exercises share it; the cold, warm and zygote paths each keep
-    their own tests in tests/sandbox."""
+    their own tests in tests/sandbox. A zygote shared across jobs, as a deployment that
+    chooses throughput runs it (GRADLAB_ZYGOTE_JOBS; the product default starts a
+    torch-importing zygote per job)."""
     from grader.sandbox import SandboxConfig, build_backend
 
-    backend = build_backend(SandboxConfig(warm=True, zygote=True))
+    backend = build_backend(SandboxConfig(warm=True, zygote=True, zygote_jobs=500))
     yield backend
     backend.close()
 

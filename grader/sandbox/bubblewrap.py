@@ -190,6 +190,11 @@ class BubblewrapSandbox:
         """The host pid of the running zygote's chain (its outer bwrap), if any."""
         return self._zygotes.pid()
 
+    @property
+    def zygote_slot(self) -> zygotes.ZygoteSlot:
+        """The slot of its zygote generations (what tests and diagnostics read of it)."""
+        return self._zygotes
+
     def _ready_zygote(self, tools: _Tools, *, for_job: bool = True) -> zygotes.Zygote | None:
         return self._zygotes.ready(self._zygote_identity(tools), for_job=for_job)
 
@@ -219,8 +224,7 @@ class BubblewrapSandbox:
             for fd in (job_filter, zygote_filter):
                 if fd >= 0:
                     os.close(fd)
-        started.wait_ready()
-        return started
+        return started  # importing torch: the slot awaits its "R" (Zygote.wait_ready)
 
     def _zygote_command(
         self,

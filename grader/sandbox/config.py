@@ -14,7 +14,10 @@ backends themselves read no environment variable.
     GRADLAB_SANDBOX_ZYGOTE       zygote         both: fork CPU jobs from a torch-loaded zygote,
                                                 each freshly isolated (zygote.py; Docker: in
                                                 a long-lived container, docker_zygote.py)
-    GRADLAB_ZYGOTE_JOBS          zygote_jobs    both: jobs per zygote before it is replaced
+    GRADLAB_ZYGOTE_JOBS          zygote_jobs    both: jobs per zygote generation (default 1:
+                                                each job its own freshly exec'd zygote,
+                                                started ahead; more trade the hash secret's
+                                                and address layout's freshness for CPU)
     GRADLAB_CGROUP_PARENT        cgroup_parent  both: the cgroup job groups go below (Docker:
                                                 the zygote's jobs)
     GRADLAB_SANDBOX_IMAGE        image          docker: the sandbox image
@@ -36,7 +39,9 @@ DEFAULT_RUNTIME_DIR = Path("/opt/gradlab/sandbox-env")
 PACKAGE_HARNESS = Path(__file__).resolve().parents[1] / "harness"
 DEFAULT_USER = "gradlab-sandbox"
 DEFAULT_IMAGE = "gradlab-sandbox:latest"
-DEFAULT_ZYGOTE_JOBS = 500  # grader.sandbox.zygote.DEFAULT_MAX_JOBS
+# grader.sandbox.zygote.DEFAULT_MAX_JOBS: one job per zygote generation, so that no two
+# jobs share a hash secret or an address layout (zygote.py's docstring: the trade-off).
+DEFAULT_ZYGOTE_JOBS = 1
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 ENVIRONMENT = {

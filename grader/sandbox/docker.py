@@ -195,6 +195,11 @@ class DockerSandbox:
         """The host pid of the zygote (its container's init), if one runs."""
         return self._zygotes.pid()
 
+    @property
+    def zygote_slot(self) -> zygotes.ZygoteSlot:
+        """The slot of its zygote generations (what tests and diagnostics read of it)."""
+        return self._zygotes
+
     def _identity(self, image_id: str, harness: Path | None) -> zygotes.ZygoteIdentity:
         return zygotes.ZygoteIdentity(
             harness or Path(common.HARNESS_MOUNT), (image_id,), SANDBOX_UID

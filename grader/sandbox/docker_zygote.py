@@ -99,8 +99,9 @@ def start(
     *,
     harness: Path | None,
 ) -> zygotes.Zygote:
-    """A ready zygote container of `sandbox` (a DockerSandbox) for `image_id`; the
-    published `harness` folder replaces the image's /harness when given."""
+    """A started zygote container of `sandbox` (a DockerSandbox) for `image_id`, connected
+    and importing torch (not ready yet: Zygote.wait_ready); the published `harness`
+    folder replaces the image's /harness when given."""
     folder = Path(tempfile.mkdtemp(prefix="gradlab-zygote-"))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     container: Any = None
@@ -127,10 +128,9 @@ def start(
             raise InfrastructureError(f"cannot start the zygote container: {error}") from error
         raise
     listener.close()
-    # No cgroup of its own: the container's limits are the zygote's.
-    started = zygotes.Zygote(host, control, group=None, identity=identity)
-    started.wait_ready()
-    return started
+    # No cgroup of its own: the container's limits are the zygote's. It imports torch
+    # now: the slot awaits its "R" (Zygote.wait_ready).
+    return zygotes.Zygote(host, control, group=None, identity=identity)
 
 
 def container_config(

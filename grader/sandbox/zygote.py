@@ -23,29 +23,37 @@ the slot that replaces a zygote, and the per-job header, cgroups and clean-up.
     cgroups, removes them
 
 Nothing of a job passes through the zygote: its input and output go through the job's
-own pipes, which the zygote holds only between receiving them and forking. The zygote is
-replaced when it has died, after `max_jobs` jobs, and when the published harness or the
-runtime (the bubblewrap runtime, the Docker image) changes (ZygoteIdentity, ZygoteSlot).
+own pipes, which the zygote holds only between receiving them and forking. A zygote serves
+at most `max_jobs` jobs (GRADLAB_ZYGOTE_JOBS, default 1), and is replaced when it has died,
+and when the published harness or the runtime (the bubblewrap runtime, the Docker image)
+changes (ZygoteIdentity, ZygoteSlot): as the serving zygote takes its last job, the next
+generation is started in the background, so that the next job finds it ready.
 
 Nothing a job writes outlives it: /tmp is its only writable place (its own tmpfs), its
 /dev/shm and /dev/mqueue (a Docker container has one) are empty read-only tmpfs, and its
 SysV IPC and POSIX message queues are those of its own ipc namespace
 (tests/sandbox/test_cross_job_isolation.py, every backend).
 
-Hash secret and address layout: a fork inherits both, so every job of one zygote has the
-zygote's str/bytes hash secret and its address layout (libraries, heap, stack; fresh
-mappings land where a sibling job's did), shared by at most `max_jobs` jobs. CPython cannot
-change its hash secret once it has hashed anything (cached hashes, interned strings and
-every dict would disagree), and only an exec re-randomises a layout, which means importing
-torch again: a cold sandbox's cost. Measured on the 2-core test host, loaded (an empty
-job, the real harness): median 9.9 s per job cold, 0.26 s forked by the zygote; a zygote's
-start (what a fresh zygote generation per job, started ahead in the background, would
-cost each job in CPU, its latency hidden) 7-8 s, against 50-80 ms per forked empty raw job.
-Neither value tells a job anything of another: each job can read its own (hash(),
-/proc/self/maps), no job can reach another's memory or the zygote's (own user and pid
-namespaces, non-dumpable, no ptrace or process_vm_* in the filter), and the worker, which
-reads a job's output, is no fork of the zygote. A deployment that wants both fresh per
-job runs without the zygote.
+Hash secret and address layout: a fork inherits both, so the jobs of one zygote share its
+str/bytes hash secret and its address layout (libraries, heap, stack; fresh mappings land
+where a sibling job's did). CPython cannot change its hash secret once it has hashed
+anything (cached hashes, interned strings and every dict would disagree), and only an exec
+re-randomises a layout, which means importing torch again. Hence the default, one job per
+zygote generation (max_jobs=1): each job is forked by a freshly exec'd zygote of its own,
+started ahead (ZygoteSlot), so that a job with a ready spare pays the fork's latency only,
+and each job pays a zygote's start in CPU, off its latency. Measured on the shared 2-core
+test host (load 3-4, an empty raw job; docs/measurements.md, "The zygote"): 67 ms per job
+forked by a ready spare (Docker 48 ms) against 37 ms (24 ms) forked by a reused zygote
+(the spare's start competes with the job for the CPU); a zygote's start 1.6-2.6 s of CPU
+(its python's user+sys; Docker: and the Engine's container start), against some 50-80 ms
+per forked job; a job arriving while the spare still starts waits for the rest of that
+start: back to back on one worker process, 2.8 s per job (Docker 2.3 s) against 37 ms.
+A deployment that chooses throughput sets GRADLAB_ZYGOTE_JOBS higher: the jobs of one
+zygote (at most that many) then share its hash secret and layout. Neither value tells a
+job anything of another: each job can read its own (hash(), /proc/self/maps), no job can
+reach another's memory or the zygote's (own user and pid namespaces, non-dumpable, no
+ptrace or process_vm_* in the filter), and the worker, which reads a job's output, is no
+fork of the zygote.
 """
 
 from __future__ import annotations
@@ -90,6 +98,9 @@ ZYGOTE_LIMITS = cgroups.JobLimits(memory_bytes=2048 * 1024 * 1024, pids=128, cpu
 _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 # After a zygote failed to start, jobs run cold for this long before it is tried again.
 RETRY_S = 60.0
+# How long a job awaits a spare still starting: its wait for "R" (READY_TIMEOUT_S) and,
+# before it, its start (a container's create, start and connection: seconds).
+SPARE_TIMEOUT_S = READY_TIMEOUT_S + 60.0
 ATTEMPTS = 2  # a job the zygote failed to start is given to a fresh one, once
 PREPARED_JOB_ID = "prepared"  # a prepared sandbox's cgroups, until its job renames them
 
@@ -141,8 +152,11 @@ class Zygote:
         self.control = control
         self.group = group
         self.identity = identity
-        self.jobs = 0
+        self.jobs = 0  # jobs given to it (its quota: ZygoteSlot.max_jobs)
+        self.in_flight = 0  # of those, the ones whose result is not in yet
         self._lock = threading.Lock()
+        self._stopped = False
+        self._stop_lock = threading.Lock()
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Returns once the zygote has imported torch; raises InfrastructureError if it
@@ -203,7 +217,13 @@ class Zygote:
         return self.host.diagnostics()[-STDERR_TAIL:]
 
     def stop(self) -> None:
-        """Kills the zygote (jobs it forked live in their own cgroups and go on)."""
+        """Kills the zygote (once: a spare being cancelled may be stopped twice). A job
+        it forked that still runs is in its pid namespace and may end with it: the slot
+        stops a worn-out zygote only once the results of its jobs are in."""
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
         with contextlib.suppress(OSError):
             self.control.close()
         self.host.kill()
@@ -440,28 +460,120 @@ class _Prepared:
         _remove_group(self.group)
 
 
+class _Spare:
+    """The next zygote generation, started ahead in a thread of its own by the slot's
+    `start` (a fresh exec: a new hash secret, a new address layout) and awaited there
+    until ready, so that the job after the serving zygote's last one pays only a fork.
+    Cancelling it ends what it has started, at whatever stage: a zygote still importing
+    torch is killed (its wait for "R" then ends at once), a ready one is stopped."""
+
+    def __init__(self, identity: ZygoteIdentity, start: Callable[[ZygoteIdentity], Zygote]):
+        self.identity = identity
+        self.error = ""  # why it did not start, once it has not
+        self._lock = threading.Lock()
+        self._zygote: Zygote | None = None  # once started, ready or not
+        self._ready = False
+        self._cancelled = False
+        self._claimed = False  # handed to the slot: no longer the spare's to stop
+        self._done = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(start,), name="gradlab-zygote-spare", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def wait(self, timeout_s: float) -> Zygote | None:
+        """The zygote once it is ready (None: it failed, was cancelled or is not ready
+        within `timeout_s`)."""
+        self._done.wait(timeout_s)
+        with self._lock:
+            return self._zygote if self._ready and not self._cancelled else None
+
+    def claim(self, timeout_s: float) -> Zygote | None:
+        """As `wait`, and the ready zygote is the caller's from then on."""
+        self._done.wait(timeout_s)
+        with self._lock:
+            if not self._ready or self._cancelled:
+                return None
+            self._claimed = True
+            return self._zygote
+
+    def cancel(self) -> None:
+        """Ends the spare, unless claimed; returns once nothing of it is left (its
+        thread has ended)."""
+        with self._lock:
+            if self._claimed:
+                return
+            self._cancelled = True
+            zygote, ready = self._zygote, self._ready
+        if ready and zygote is not None:
+            zygote.stop()
+        elif zygote is not None:
+            zygote.host.kill()  # its control socket closes: wait_ready fails, stopping it
+        self._thread.join(SPARE_TIMEOUT_S)
+
+    def _run(self, start: Callable[[ZygoteIdentity], Zygote]) -> None:
+        try:
+            self._start_and_wait(start)
+        except Exception as error:  # whatever it was, the job that awaits it logs it
+            self.error = str(error) or type(error).__name__
+        finally:
+            self._done.set()
+
+    def _start_and_wait(self, start: Callable[[ZygoteIdentity], Zygote]) -> None:
+        zygote = start(self.identity)
+        with self._lock:
+            self._zygote = zygote
+            cancelled = self._cancelled
+        if not cancelled:
+            zygote.wait_ready()  # raises, having stopped it, when it does not get there
+        with self._lock:
+            cancelled = self._cancelled
+            self._ready = not cancelled
+        if cancelled:
+            zygote.stop()
+            self.error = "cancelled"
+
+
 class ZygoteSlot:
     """The zygote of one backend: started by `start`, replaced when dead, after
     `max_jobs` jobs or when the identity a job asks for differs from its own. When none
     can start, `run` answers None for RETRY_S (the backend then runs the job cold).
 
+    Generations, started ahead: as soon as the serving zygote has taken its last job,
+    the next one (a spare) is started in the background by the same `start`, so that the
+    next job finds a freshly exec'd zygote ready (its own hash secret and address layout)
+    and pays only the fork; a job arriving while the spare still starts waits for it
+    (READY_TIMEOUT_S, as for a zygote started for it), and one it failed to start leaves
+    jobs cold for RETRY_S, as a failed start does. A worn-out zygote is stopped in the
+    background once the results of its jobs are in (a job still running would end with
+    it). With max_jobs=1 (the default) every job has a zygote generation of its own.
+
     While a job runs, the slot prepares the next job's sandbox in the background: its
     keeper forked and moved into cgroups of its own (with the same limits: moving a
     process into a cgroup waits for an RCU grace period, some 10 ms), isolated, its init
-    and harness forked, the harness waiting for its job on stdin. The next job takes it
-    only when its zygote and limits are the ones it was prepared with (else it is
-    discarded); its cgroups are then renamed after the job, and its wall clock starts at
-    the hand-over. Where cgroups cannot be renamed (cgroup v2) or there are none, every
-    job's sandbox is forked for it."""
+    and harness forked, the harness waiting for its job on stdin; on the serving zygote,
+    or, when that has taken its last job, on the spare once it is ready. The next job
+    takes it only when its zygote and limits are the ones it was prepared with (else it
+    is discarded); its cgroups are then renamed after the job, and its wall clock starts
+    at the hand-over. Where cgroups cannot be renamed (cgroup v2) or there are none,
+    every job's sandbox is forked for it."""
 
     def __init__(self, start: Callable[[ZygoteIdentity], Zygote], max_jobs: int) -> None:
-        """`start` is usually a backend's method: held weakly, so that the slot (which
-        the backend's finaliser stops) does not keep the backend alive."""
+        """`start` (usually a backend's method: held weakly, so that the slot, which the
+        backend's finaliser stops, does not keep the backend alive) returns a started
+        zygote, which the slot awaits (Zygote.wait_ready) before it serves."""
         self._start: Callable[[], Callable[[ZygoteIdentity], Zygote] | None] = (
             weakref.WeakMethod(start) if inspect.ismethod(start) else lambda: start
         )
         self.max_jobs = max_jobs
+        self.generations = 0  # zygotes started so far (ahead or for a job)
         self._current: Zygote | None = None
+        self._spare: _Spare | None = None  # the next generation, started ahead
+        self._retired: set[Zygote] = set()  # worn out, stopped once their jobs are done
         self._lock = threading.Lock()
         self._retry_at = 0.0
         self._next: _Prepared | None = None
@@ -469,28 +581,94 @@ class ZygoteSlot:
         self._prepares = True  # False once a prepared keeper's cgroups could not be renamed
 
     def ready(self, identity: ZygoteIdentity, *, for_job: bool = True) -> Zygote | None:
-        """The running zygote, replaced when dead, worn out or out of date; None when none
-        can start."""
+        """The running zygote, replaced when dead, worn out or out of date (by the spare
+        when it was started for `identity`); None when none can start. A job given it
+        (`for_job`) that is its last starts the next generation."""
         with self._lock:
             current = self._current
             if current is not None and (
                 not current.alive() or current.jobs >= self.max_jobs or current.identity != identity
             ):
                 self._current = None
-                current.stop()
+                self._retire(current)
                 current = None
             if current is None:
-                if time.monotonic() < self._retry_at:
-                    return None
-                try:
-                    current = self._starter()(identity)
-                except InfrastructureError as error:
-                    log.warning("no zygote (jobs run in cold sandboxes for now): %s", error)
-                    self._retry_at = time.monotonic() + RETRY_S
+                current = self._next_generation(identity)
+                if current is None:
                     return None
                 self._current = current
-            current.jobs += for_job
+            if for_job:
+                current.jobs += 1
+                current.in_flight += 1
+                if current.jobs >= self.max_jobs:
+                    self._start_spare(identity)
             return current
+
+    def _next_generation(self, identity: ZygoteIdentity) -> Zygote | None:
+        """The spare, awaited, when it was started for `identity`; else a zygote started
+        now. None when neither can serve. Called with the lock held."""
+        spare = self._spare  # stays visible to `stop` while it is awaited here
+        if spare is not None:
+            zygote = spare.claim(SPARE_TIMEOUT_S) if spare.identity == identity else None
+            stopping = spare.cancelled  # by `stop`, meanwhile
+            self._spare = None
+            if zygote is None:
+                spare.cancel()  # (it has ended, or is not ready in time, or is out of date)
+            if zygote is not None and zygote.alive():
+                return zygote
+            if zygote is not None:  # it died while it waited for its first job
+                zygote.stop()
+            elif spare.identity == identity:  # it did not start, or the slot is stopping
+                if not stopping:
+                    why = spare.error or "not ready in time"
+                    log.warning("no zygote (jobs run in cold sandboxes for now): %s", why)
+                    self._retry_at = time.monotonic() + RETRY_S
+                return None
+        if time.monotonic() < self._retry_at:
+            return None
+        try:
+            start = self._starter()
+            self.generations += 1
+            started = start(identity)
+            started.wait_ready()
+        except InfrastructureError as error:
+            log.warning("no zygote (jobs run in cold sandboxes for now): %s", error)
+            self._retry_at = time.monotonic() + RETRY_S
+            return None
+        return started
+
+    def _start_spare(self, identity: ZygoteIdentity) -> None:
+        """Starts the next generation in the background (called with the lock held)."""
+        if self._spare is not None:
+            return
+        try:
+            start = self._starter()
+        except InfrastructureError:
+            return
+        self.generations += 1
+        self._spare = _Spare(identity, start)
+
+    def _retire(self, zygote: Zygote) -> None:
+        """A zygote that serves no more jobs: stopped in the background, at once or, while
+        jobs of it run, once their results are in (`_release`). Lock held."""
+        if zygote.in_flight:
+            self._retired.add(zygote)
+        else:
+            _in_background(zygote.stop, "gradlab-zygote-stop")
+
+    def _release(self, serving: Zygote) -> None:
+        """A job of `serving` has its result: a worn-out zygote whose jobs all have theirs
+        is stopped (in the background: a container's removal takes a while)."""
+        with self._lock:
+            serving.in_flight -= 1
+            if serving is self._current and serving.jobs >= self.max_jobs:
+                self._current = None
+                self._retired.add(serving)
+            done = serving in self._retired and serving.in_flight == 0
+            if done:
+                self._retired.discard(serving)
+        if done:
+            _in_background(serving.stop, "gradlab-zygote-stop")
 
     def _starter(self) -> Callable[[ZygoteIdentity], Zygote]:
         start = self._start()
@@ -504,6 +682,13 @@ class ZygoteSlot:
             current = self._current
         return current.host.pid if current is not None and current.alive() else None
 
+    def spare_pid(self, wait_s: float = 0.0) -> int | None:
+        """The host pid of the next generation once it is ready (awaited up to `wait_s`);
+        None when none was started, or it is not ready (yet)."""
+        spare = self._spare  # (read without the lock: a job may hold it, awaiting the spare)
+        zygote = spare.wait(wait_s) if spare is not None else None
+        return zygote.host.pid if zygote is not None else None
+
     def run(
         self, identity: ZygoteIdentity, request: SandboxRequest, open_group: OpenGroup
     ) -> ForkedRun | None:
@@ -513,28 +698,41 @@ class ZygoteSlot:
             serving = self.ready(identity)
             if serving is None:
                 return None
-            prepared = self._take_prepared(serving, request)
-            started = functools.partial(self._prepare, serving, request.limits, open_group)
             try:
+                prepared = self._take_prepared(serving, request)
+                started = functools.partial(self._prepare, serving, request.limits, open_group)
                 return _run_in(serving, request, open_group, prepared, started)
             except ZygoteFailed:
                 self._drop(serving)
                 if attempt + 1 == ATTEMPTS:
                     raise
+            finally:
+                self._release(serving)
         return None
 
     def stop(self) -> None:
+        """Stops every zygote of the slot: the serving one, the spare (starting or
+        ready), the retired ones; returns once nothing of them, or of their jobs'
+        ends, is left."""
+        spare = self._spare  # read without the lock: a job may hold it, awaiting this spare
+        if spare is not None:
+            spare.cancel()
         with self._lock:
             current, self._current = self._current, None
+            spare, self._spare = self._spare, None
+            retired, self._retired = self._retired, set()
+        if spare is not None:
+            spare.cancel()
         self._discard_prepared()
-        if current is not None:
-            current.stop()
+        for zygote in [*retired, *([current] if current is not None else [])]:
+            zygote.stop()
         await_job_ends()
 
     def _drop(self, broken: Zygote) -> None:
         with self._lock:
             if self._current is broken:
                 self._current = None
+            self._retired.discard(broken)
         self._discard_prepared()
         log.warning("the zygote failed; replacing it: %s", broken.stderr_tail())
         broken.stop()
@@ -542,20 +740,27 @@ class ZygoteSlot:
     # --- the next job's keeper, prepared ahead ------------------------------------------
 
     def _prepare(self, serving: Zygote, limits: Limits, open_group: OpenGroup) -> None:
-        """Starts preparing the next job's keeper in the background, unless one is ready
-        or under way."""
+        """Starts preparing the next job's keeper in the background (on the serving
+        zygote, or on the spare when the serving one has taken its last job), unless one
+        is ready or under way."""
         with self._lock:
-            if not self._prepares or self._next is not None or serving.jobs >= self.max_jobs:
-                return  # (a worn-out zygote is replaced before the next job)
+            if not self._prepares or self._next is not None:
+                return
             if self._preparing is not None and self._preparing.is_alive():
                 return
+            target = serving if serving.jobs < self.max_jobs else self._spare
+            if target is None:
+                return
             self._preparing = threading.Thread(
-                target=self._prepare_now, args=(serving, limits, open_group),
+                target=self._prepare_now, args=(target, limits, open_group),
                 name="gradlab-zygote-prepare", daemon=True,
             )  # fmt: skip
             self._preparing.start()
 
-    def _prepare_now(self, serving: Zygote, limits: Limits, open_group: OpenGroup) -> None:
+    def _prepare_now(self, target: Zygote | _Spare, limits: Limits, open_group: OpenGroup) -> None:
+        zygote = target.wait(SPARE_TIMEOUT_S) if isinstance(target, _Spare) else target
+        if zygote is None:  # the spare did not start, or was cancelled
+            return
         try:
             group = open_group(PREPARED_JOB_ID)
         except InfrastructureError as error:
@@ -566,15 +771,17 @@ class ZygoteSlot:
                 self._prepares = False
             return
         try:
-            header = job_header(limits, group, serving.identity.host_uid)
-            job = serving.fork(header, group)
+            header = job_header(limits, group, zygote.identity.host_uid)
+            job = zygote.fork(header, group)
         except (InfrastructureError, OSError) as error:
             _remove_group(group)
             log.info("the next job's sandbox could not be prepared: %s", error)
             return
-        prepared = _Prepared(serving, limits, group, job)
+        prepared = _Prepared(zygote, limits, group, job)
         with self._lock:
-            fresh = self._current is serving and self._next is None
+            spare = self._spare
+            live = self._current is zygote or (spare is not None and spare.wait(0) is zygote)
+            fresh = live and self._next is None
             if fresh:
                 self._next = prepared
         if not fresh:  # the zygote was replaced or stopped meanwhile
@@ -659,22 +866,27 @@ def _run_in(
     return ForkedRun(outcome, job.set_up, oom)
 
 
-_ENDING: set[threading.Thread] = set()  # jobs being ended in the background
+_ENDING: set[threading.Thread] = set()  # jobs (and worn-out zygotes) being ended
 _ENDING_LOCK = threading.Lock()
 
 
 def _end_in_background(job: ZygoteJob, group: cgroups.JobCgroup | None) -> None:
-    """`_end` in a thread of its own (not a daemon: the interpreter's exit waits for it,
-    so that an exiting worker leaves no cgroup behind; `await_job_ends` too)."""
+    """`_end` in a thread of its own (see `_in_background`)."""
+    _in_background(functools.partial(_end, job, group), "gradlab-job-end")
 
-    def end() -> None:
+
+def _in_background(end: Callable[[], None], name: str) -> None:
+    """`end` in a thread of its own (not a daemon: the interpreter's exit waits for it,
+    so that an exiting worker leaves no cgroup or zygote behind; `await_job_ends` too)."""
+
+    def run() -> None:
         try:
-            _end(job, group)
+            end()
         finally:
             with _ENDING_LOCK:
                 _ENDING.discard(thread)
 
-    thread = threading.Thread(target=end, name="gradlab-job-end")
+    thread = threading.Thread(target=run, name=name)
     with _ENDING_LOCK:
         _ENDING.add(thread)
     thread.start()

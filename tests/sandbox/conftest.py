@@ -10,6 +10,7 @@ import pytest
 from sandbox_helpers import (
     RAW_HARNESS,
     REQUIRE_DOCKER_ENV,
+    SHARED_ZYGOTE_JOBS,
     RawRun,
     assert_no_leftovers,
     docker_unavailable_reason,
@@ -26,8 +27,11 @@ from grader.sandbox.bubblewrap import BubblewrapSandbox
 @pytest.fixture(scope="session")
 def zygote_raw() -> Iterator[BubblewrapSandbox]:
     """One bubblewrap backend in zygote mode running the raw test harness, for the whole
-    session (its zygote imports torch once)."""
-    backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
+    session (its zygote imports torch once: a zygote shared across jobs, as a deployment
+    that chooses throughput runs it)."""
+    backend = BubblewrapSandbox(
+        harness_dir=RAW_HARNESS, zygote=True, zygote_jobs=SHARED_ZYGOTE_JOBS
+    )
     yield backend
     backend.close()
 
@@ -87,7 +91,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
             pytest.skip(reason)
     if request.param in {"bubblewrap-zygote", "docker-zygote"}:
         name = request.param.removesuffix("-zygote")
-        kept = build_backend(SandboxConfig(backend=name, zygote=True))
+        # a zygote shared across jobs, as a deployment that chooses throughput runs it
+        config = SandboxConfig(backend=name, zygote=True, zygote_jobs=SHARED_ZYGOTE_JOBS)
+        kept = build_backend(config)
         yield kept
         kept.close()  # type: ignore[attr-defined]
         return

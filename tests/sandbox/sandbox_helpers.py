@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ REQUIRE_DOCKER_ENV = "GRADLAB_REQUIRE_DOCKER"
 # grader.sandbox.docker's labels
 DOCKER_ROLE_LABEL = "org.gradlab.role=sandbox-job"
 DOCKER_JOB_LABEL = "org.gradlab.job"
+DOCKER_WORKER_LABEL = "org.gradlab.worker"  # on a zygote container: host:pid of its worker
 
 RawRun = Callable[..., SandboxResult]
 
@@ -41,6 +43,13 @@ for _ in range(10_000):
         break
 print(made, flush=True)
 """
+
+
+# A zygote shared across jobs, as a deployment that chooses throughput runs it
+# (GRADLAB_ZYGOTE_JOBS): for the fixtures that run many jobs on one zygote for other
+# purposes than each job's fresh hash secret and address layout (the product default, one
+# job per zygote generation, would start a torch-importing zygote per job).
+SHARED_ZYGOTE_JOBS = 500
 
 
 def raw_job(code: str, nonce: str | None = None) -> bytes:
@@ -127,6 +136,41 @@ def assert_no_leftovers(prefix: str, *, docker: bool = False) -> None:
     while (left := job_leftovers(prefix, docker=docker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, f"left behind by jobs {prefix}-*: {left}"
+
+
+def our_zygotes(*, docker: bool = False) -> set[str]:
+    """This test process's zygotes that exist now: the processes in its zygote cgroups
+    (bubblewrap: cgroups.job_name("zygote") names them after this process) and those
+    cgroups, and (`docker`) the zygote containers labelled with this process, running or
+    not."""
+    name = f"zygote-{os.getpid()}-"
+    found = {f"cgroup {c}" for c in gradlab_cgroups() if c.name.startswith(name)}
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or f"/{name}" not in (entry / "cgroup").read_text():
+                continue
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.add(f"process {entry.name}")
+        except (OSError, IndexError):
+            continue
+    if docker and shutil.which("docker") is not None:
+        worker = f"{DOCKER_WORKER_LABEL}={socket.gethostname()}:{os.getpid()}"
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            listed = subprocess.run(
+                ["docker", "ps", "-a", "-q", "--filter", f"label={worker}"],
+                capture_output=True, text=True, timeout=20,
+            )  # fmt: skip
+            found |= {f"container {c}" for c in listed.stdout.split()}
+    return found
+
+
+def assert_no_zygotes_but(kept: set[str], *, docker: bool = False) -> None:
+    """No zygote of this test process exists but those in `kept` (a short grace period,
+    as for a job's leftovers)."""
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while (left := our_zygotes(docker=docker) - kept) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"zygotes left behind: {left}"
 
 
 @functools.cache

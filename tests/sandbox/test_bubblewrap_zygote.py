@@ -28,6 +28,7 @@ import pytest
 from sandbox_helpers import (
     RAW_HARNESS,
     REQUIRE_DOCKER_ENV,
+    SHARED_ZYGOTE_JOBS,
     assert_no_leftovers,
     docker_unavailable_reason,
     gradlab_cgroups,
@@ -121,10 +122,12 @@ def zygote_kind(request: pytest.FixtureRequest) -> type[ZygoteBackend]:
 @pytest.fixture
 def make_backend(zygote_kind: type[ZygoteBackend]) -> Iterator[MakeBackend]:
     """Makes zygote-mode backends of one kind (closed at the end), the raw harness by
-    default: for a test that replaces, kills or closes its zygote."""
+    default: for a test that replaces, kills or closes its zygote. A zygote shared across
+    jobs unless the test says otherwise, as a deployment that chooses throughput runs it."""
     made: list[ZygoteBackend] = []
 
     def make(harness_dir: Path = RAW_HARNESS, **options: Any) -> ZygoteBackend:
+        options.setdefault("zygote_jobs", SHARED_ZYGOTE_JOBS)
         backend = zygote_kind(harness_dir=harness_dir, zygote=True, **options)
         made.append(backend)
         return backend
@@ -138,8 +141,9 @@ def make_backend(zygote_kind: type[ZygoteBackend]) -> Iterator[MakeBackend]:
 def shared_zygote(zygote_kind: type[ZygoteBackend]) -> Iterator[ZygoteBackend]:
     """One zygote-mode backend of each kind for the module's tests that only run jobs in
     it (a zygote's start imports torch: ~2 s of CPU): each of those tests then also runs
-    after every job the tests before it ran in the same zygote, as a worker's would."""
-    backend = zygote_kind(harness_dir=RAW_HARNESS, zygote=True)
+    after every job the tests before it ran in the same zygote, as a worker's would that
+    shares a zygote across jobs (a deployment that chooses throughput)."""
+    backend = zygote_kind(harness_dir=RAW_HARNESS, zygote=True, zygote_jobs=SHARED_ZYGOTE_JOBS)
     yield backend
     backend.close()
 
@@ -202,7 +206,7 @@ from sandbox_helpers import RAW_HARNESS, raw_job
 from grader.protocol import Limits, SandboxRequest
 from grader.sandbox.bubblewrap import BubblewrapSandbox
 
-backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True)
+backend = BubblewrapSandbox(harness_dir=RAW_HARNESS, zygote=True, zygote_jobs=500)  # one zygote
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # as a Celery pool process's
 for n, code in enumerate(["pass", {sleeper!r}]):
     result = backend.run(SandboxRequest(f"{prefix}-{{n}}", raw_job(code), Limits()))
@@ -403,15 +407,32 @@ def _zygote_python(backend: ZygoteBackend) -> int:
 
 
 def test_the_zygote_is_replaced_after_its_job_quota(make_backend: MakeBackend) -> None:
+    """Two jobs per zygote: the first two share its hash secret, the third has the next
+    generation's (started ahead when the second took the first zygote), and the worn-out
+    zygote is stopped once its jobs are done."""
     backend = make_backend(zygote_jobs=2)
     prefix = job_prefix()
-    pids = []
+    hashes, first = [], None
     for _ in range(3):
-        assert run(backend, prefix, "pass").status is RunStatus.OK
-        pids.append(backend.zygote_pid())
-    assert pids[0] == pids[1] != pids[2]
-    assert pids[0] is not None
-    assert not Path(f"/proc/{pids[0]}").exists() or _is_zombie(pids[0])
+        result = run(backend, prefix, "print(hash('gradlab'))")
+        assert result.status is RunStatus.OK, result.message
+        hashes.append(result.stdout)
+        first = first or backend.zygote_pid()
+    assert hashes[0] == hashes[1] != hashes[2]
+    assert first is not None
+    assert backend.zygote_slot.generations == 2
+    assert _ended(first)
+
+
+def _ended(pid: int) -> bool:
+    """Whether process `pid` ends (or is a zombie) within WATCH_TIMEOUT_S: a worn-out
+    zygote is stopped in the background."""
+    deadline = time.monotonic() + WATCH_TIMEOUT_S
+    while Path(f"/proc/{pid}").exists() and not _is_zombie(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_a_dead_zygote_is_replaced_and_the_next_job_runs(

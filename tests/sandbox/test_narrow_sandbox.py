@@ -22,6 +22,7 @@ import pytest
 from sandbox_helpers import (
     RAW_HARNESS,
     REQUIRE_DOCKER_ENV,
+    SHARED_ZYGOTE_JOBS,
     RawRun,
     assert_no_leftovers,
     docker_unavailable_reason,
@@ -109,7 +110,8 @@ def _docker_raw_runner(*, zygote: bool) -> Iterator[RawRun]:
         pytest.skip(reason)
     from grader.sandbox.docker import DockerSandbox
 
-    sandbox = DockerSandbox(harness_dir=RAW_HARNESS, zygote=zygote)
+    # a zygote shared across jobs, as a deployment that chooses throughput runs it
+    sandbox = DockerSandbox(harness_dir=RAW_HARNESS, zygote=zygote, zygote_jobs=SHARED_ZYGOTE_JOBS)
     prefix = job_prefix()
     count = iter(range(1000))
 

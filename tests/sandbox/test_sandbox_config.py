@@ -137,7 +137,7 @@ def test_the_config_builds_the_backend_it_describes(tmp_path: Path) -> None:
     assert isinstance(bubblewrap, BubblewrapSandbox)
     assert (bubblewrap.runtime_dir, bubblewrap.user_name) == (tmp_path, "someone")
     assert (bubblewrap.warm, bubblewrap.cgroup_parent) == (True, "/x")
-    assert (bubblewrap.zygote, bubblewrap.zygote_jobs) == (True, 500)
+    assert (bubblewrap.zygote, bubblewrap.zygote_jobs) == (True, 1)  # a generation per job
     docker = build_backend(SandboxConfig(backend="docker", image="img:1", gpu=True))
     assert isinstance(docker, DockerSandbox)
     assert (docker.image, docker.gpu) == ("img:1", True)

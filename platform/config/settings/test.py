@@ -7,6 +7,13 @@ from pathlib import Path
 import dj_database_url
 from dj_database_url import DBConfig
 
+# A zygote shared across jobs, as a deployment that chooses throughput runs it: the test
+# processes, the workers and CLI runs they start grade many jobs each, and the product
+# default (a zygote generation per job, GRADLAB_ZYGOTE_JOBS=1) would import torch for every
+# one. Set before base reads the sandbox's configuration, and inherited by the workers and
+# CLI runs; tests/sandbox checks the default itself (test_cross_job_isolation.py).
+os.environ.setdefault("GRADLAB_ZYGOTE_JOBS", "500")
+
 from config.env import env_bool, env_int, env_list, env_str
 from config.settings.base import *  # noqa: F403
 from config.settings.base import SECRET_KEY, SQLITE_ENGINE, SQLITE_OPTIONS
