@@ -72,3 +72,37 @@ def test_no_exercise_code_reaches_a_learner_container(
     assert report.score == 0 and not report.passed
     honest = grade(GradeJob(package, package.solution), sandbox=docker_sandbox, cache=cache)
     assert honest.passed and honest.integrity_flags == ()
+
+
+# The red team's first class (issue 29; tests/grader/test_forged_results.py has the rest):
+# the runner reached through the module frame's unaudited f_back, its own send path made to
+# carry typed-in values at the visible start. The second run's hidden start undoes it.
+SEND_PATH_FORGERY = (
+    "import sys\n\nimport torch\n\nx = torch.tensor(5.0)\n"
+    "runner = sys._getframe().f_back.f_locals['self']\nhonest_send = runner.end.send\n"
+    "T = {'kind': 'tensor', 'dtype': 'float32', 'shape': [], 'device': 'cpu', 'truncated': False}\n"
+    "G = {**T, 'requires_grad': False, 'is_leaf': True, 'grad_fn': None, 'data': [10.0], "
+    "'grad': None}\n"
+    "X = {**T, 'requires_grad': True, 'is_leaf': True, 'grad_fn': None, 'data': [5.0], 'grad': G}\n"
+    "Y = {**T, 'requires_grad': True, 'is_leaf': False, 'grad_fn': 'PowBackward0', "
+    "'data': [25.0], 'grad': None}\n\n\n"
+    "def forged_send(message):\n    if message.get('type') == 'result':\n"
+    "        message['body']['variables'] = {'x': X, 'y': Y}\n    honest_send(message)\n\n\n"
+    "runner.end.send = forged_send\nprint('reached', type(runner).__name__)\n"
+)
+
+
+def test_a_result_forged_on_the_runners_send_path_earns_no_hidden_start_point_through_docker(
+    docker_zygote: DockerSandbox, tmp_path: Path
+) -> None:
+    """On the Docker zygote only: the harness is the same in a container per job (the
+    forgery is in the harness's interpreter, not in the backend), which costs 14 s more."""
+    report = grade(
+        GradeJob(roomy("first-gradient"), SEND_PATH_FORGERY),
+        sandbox=docker_zygote, cache=ReferenceCache(tmp_path),
+    )  # fmt: skip
+    assert "reached Runner" in report.stdout
+    checks = {check.name: check for check in report.checks}
+    assert "has the expected value" in checks["x.grad is dy/dx = 2x = 10"].message
+    assert checks["y is x squared"].diagnosis == "not-from-autograd"
+    assert report.score <= 4
