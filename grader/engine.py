@@ -105,12 +105,14 @@ def _graded(
     package = job.package
     if reference is None:
         reference = reference_capture(
-            package, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache
-        )
-    if scaled is None:
+            package, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache,
+            share=job.job_id,
+        )  # fmt: skip
+    if scaled is None:  # (the runs of one grading, the reference's too, share a zygote)
         scaled = scaled_reference(
-            package, reference, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache
-        )
+            package, reference, seed=job.seed, device=job.device, sandbox=sandbox, cache=cache,
+            share=job.job_id,
+        )  # fmt: skip
     runs, capture = learner_device_runs(
         package, job.code, reference, sandbox=sandbox, device=job.device, job_id=job.job_id
     )

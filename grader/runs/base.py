@@ -51,13 +51,18 @@ def envelope_limits(limits: Limits) -> EnvelopeLimits:
 
 
 def run_envelope(
-    sandbox: Sandbox, envelope: Envelope, limits: Limits, device: str, job_id: str
+    sandbox: Sandbox,
+    envelope: Envelope,
+    limits: Limits,
+    device: str,
+    job_id: str,
+    share: str = "",
 ) -> Run:
     """Runs the harness on `envelope` (FORMAT.md section 2: the envelope line, a learner
-    function job's cases line, the nonce)."""
+    function job's cases line, the nonce); `share`: SandboxRequest.share."""
     nonce = secrets.token_hex(16)
     stdin = envelope.stdin(nonce)
-    request = SandboxRequest(job_id=job_id, stdin=stdin, limits=limits, device=device)
+    request = SandboxRequest(job_id=job_id, stdin=stdin, limits=limits, device=device, share=share)
     return Run(sandbox.run(request), nonce)
 
 

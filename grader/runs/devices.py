@@ -59,6 +59,7 @@ def learner_device_runs(
             stand_in=stand_in,
             runtime=runtime,
             job_id=f"{job_id}-{suffix}" if suffix else job_id,
+            share=job_id,
         )
         for suffix, (where, stand_in) in enumerate(device_runs(package, device))
     ]

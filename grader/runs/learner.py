@@ -66,15 +66,18 @@ def learner_run(
     job_id: str,
     stand_in: str | None = None,
     grad_scale: float | None = None,
+    share: str | None = None,
 ) -> tuple[Report, Capture | None]:
     """Runs the learner's code once (on `device`, with a stand-in GPU and every gradient
     seed scaled by `grad_scale` when asked) and
     grades it against `reference`: its report and its validated capture (None without
-    one). `runtime`: the report's runtime (the sandbox's key of the job's device)."""
+    one). `runtime`: the report's runtime (the sandbox's key of the job's device);
+    `share` (default `job_id`): the submission's key, which its other runs give too, so
+    that one zygote generation may fork them all (SandboxRequest.share)."""
     limits = package.manifest.limits
     envelope = learner_envelope(package, code, reference, stand_in=stand_in, grad_scale=grad_scale)
     started = time.perf_counter()
-    run = run_envelope(sandbox, envelope, limits, device, job_id)
+    run = run_envelope(sandbox, envelope, limits, device, job_id, share or job_id)
     duration = time.perf_counter() - started
     if run.result.status != RunStatus.OK:
         return failed_report(package, failure_message(run.result, limits), runtime, duration), None

@@ -29,6 +29,9 @@ from grader.sandbox.config import PACKAGE_HARNESS
 from grader.spec import Package
 
 REFERENCE_DETAIL_CHARS = 2_000
+# The reference runs' share key (SandboxRequest.share) outside a grading (validation,
+# mutants): trusted code, one zygote generation may fork them all.
+REFERENCE_SHARE = "reference"
 
 
 def reference_device(package: Package, device: str) -> str:
@@ -73,10 +76,13 @@ def reference_capture(
     cache: ReferenceCache | None,
     grad_scale: float | None = None,
     starts: Sequence[Start] = (),
+    share: str = REFERENCE_SHARE,
 ) -> Capture:
     """The reference's capture, from the cache or from a fresh sandbox run (`grad_scale`:
     the run with every gradient seed scaled; `starts`: with its designated leaves at those
-    starting values, cached by the values: `grader.runs.second.scaled_reference`)."""
+    starting values, cached by the values: `grader.runs.second.scaled_reference`). `share`:
+    the run's share key (SandboxRequest.share): the grading's, whose runs then take one
+    zygote generation between them."""
     where = reference_device(package, device)
     function = package.manifest.kind == "function"
     runtime = f"{sandbox.runtime_key(where)} harness-{publish.digest_of(PACKAGE_HARNESS)}"
@@ -95,7 +101,9 @@ def reference_capture(
             except CaptureError:
                 pass
     envelope = reference_envelope(package, seed, grad_scale, starts)
-    run = run_envelope(sandbox, envelope, package.manifest.limits, where, f"reference-{key[:12]}")
+    run = run_envelope(
+        sandbox, envelope, package.manifest.limits, where, f"reference-{key[:12]}", share
+    )
     capture = _checked_reference(package, run)
     if cache is not None:
         with contextlib.suppress(OSError, ValueError):  # a cache we cannot write costs speed

@@ -28,7 +28,7 @@ from grader.report import build_report
 from grader.rewrite import Start, draw_starts, made_leaves, plain_starts, rewrite
 from grader.runs.base import LabelledRun
 from grader.runs.learner import learner_run
-from grader.runs.reference import reference_capture
+from grader.runs.reference import REFERENCE_SHARE, reference_capture
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
 
@@ -132,7 +132,7 @@ def second_run(
         kept = tuple(start for start in scaled.starts if start.name in rewritten.started)
         against = scaled_reference(
             package, reference, seed=seed, device=device, sandbox=sandbox, cache=cache,
-            starts=kept,
+            starts=kept, share=job_id,
         )  # fmt: skip
         if against.capture is None or not _can_judge(runs, against.checks):
             # nothing left to run, but every check the hidden starts would have judged
@@ -143,7 +143,7 @@ def second_run(
     report, learner = learner_run(
         package, rewritten.source, against.capture, sandbox=sandbox, device=device,
         runtime=sandbox.runtime_key(device), job_id=f"{job_id}-scaled",
-        grad_scale=against.scale,
+        grad_scale=against.scale, share=job_id,
     )  # fmt: skip
     report = followed_by_power(package, report, learner, reference, against)
     report = not_following(package, report, against.checks)
@@ -177,9 +177,10 @@ def scaled_reference(
     sandbox: Sandbox,
     cache: ReferenceCache | None,
     starts: Sequence[Start] | None = None,
+    share: str = REFERENCE_SHARE,
 ) -> ScaledReference:
     """The second run's reference (see `ScaledReference`) at `starts` (default: the
-    job's, `hidden_starts`)."""
+    job's, `hidden_starts`); `share`: its runs' share key (`reference_capture`)."""
     if package.manifest.kind != "script":
         return ScaledReference(None, frozenset())
     chosen = hidden_starts(package, reference, seed) if starts is None else tuple(starts)
@@ -187,7 +188,7 @@ def scaled_reference(
     def run(grad_scale: float | None) -> Capture:
         return reference_capture(
             package, seed=seed, device=device, sandbox=sandbox, cache=cache,
-            grad_scale=grad_scale, starts=chosen,
+            grad_scale=grad_scale, starts=chosen, share=share,
         )  # fmt: skip
 
     capture = run(GRAD_SCALE)

@@ -162,3 +162,35 @@ def test_a_spare_that_fails_to_start_leaves_jobs_cold_for_a_while() -> None:
         assert len(start.hosts) == 2
     finally:
         slot.stop()
+
+
+def test_the_runs_of_one_submission_share_a_generation_and_the_next_submission_gets_its_own() -> (
+    None
+):
+    start = Starts()
+    slot = zygotes.ZygoteSlot(start, max_jobs=1)
+    try:
+        first = slot.ready(IDENTITY, share="submission-1")
+        second = slot.ready(IDENTITY, share="submission-1")  # its second run
+        other = slot.ready(IDENTITY, share="submission-2")
+        unkeyed = slot.ready(IDENTITY)
+        assert first is not None and second is not None
+        assert other is not None and unkeyed is not None
+        assert second is first
+        assert other is not first and unkeyed is not other
+        assert len({first.host.pid, other.host.pid, unkeyed.host.pid}) == 3
+    finally:
+        slot.stop()
+
+
+def test_a_share_key_is_served_by_one_generation_for_a_bounded_number_of_jobs() -> None:
+    start = Starts()
+    slot = zygotes.ZygoteSlot(start, max_jobs=1)
+    try:
+        served = [slot.ready(IDENTITY, share="reference") for _ in range(zygotes.SHARED_JOBS + 2)]
+        hosts = [zygote.host for zygote in served if zygote is not None]
+        assert len(hosts) == zygotes.SHARED_JOBS + 2
+        assert len(set(map(id, hosts[: zygotes.SHARED_JOBS + 1]))) == 1
+        assert hosts[-1] is not hosts[0]
+    finally:
+        slot.stop()
