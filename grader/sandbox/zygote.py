@@ -623,8 +623,12 @@ class ZygoteSlot:
         if not zygote.alive() or zygote.identity != identity:
             return False
         if share and share == zygote.share:
-            return zygote.jobs < self.max_jobs + SHARED_JOBS
+            return zygote.jobs < self._quota(zygote)
         return zygote.jobs < self.max_jobs
+
+    def _quota(self, zygote: Zygote) -> int:
+        """The jobs `zygote` may fork: `max_jobs`, and SHARED_JOBS more of its share key."""
+        return self.max_jobs + (SHARED_JOBS if zygote.share else 0)
 
     def _next_generation(self, identity: ZygoteIdentity) -> Zygote | None:
         """The spare, awaited, when it was started for `identity`; else a zygote started
@@ -683,9 +687,8 @@ class ZygoteSlot:
         is stopped (in the background: a container's removal takes a while)."""
         with self._lock:
             serving.in_flight -= 1
-            quota = self.max_jobs + (SHARED_JOBS if serving.share else 0)
             # (a shared one stays for its key's next job: another key's job retires it)
-            if serving is self._current and serving.jobs >= quota:
+            if serving is self._current and serving.jobs >= self._quota(serving):
                 self._current = None
                 self._retired.add(serving)
             done = serving in self._retired and serving.in_flight == 0
@@ -774,8 +777,7 @@ class ZygoteSlot:
                 return
             # a shared generation's next job is most likely its key's next run: the
             # keeper goes there, and no job of that key awaits the spare's start
-            more = serving.jobs < self.max_jobs + (SHARED_JOBS if serving.share else 0)
-            target = serving if more else self._spare
+            target = serving if serving.jobs < self._quota(serving) else self._spare
             if target is None:
                 return
             self._preparing = threading.Thread(
