@@ -59,7 +59,7 @@ lint: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy --cache-dir "$(MYPY_CACHE_DIR)" grader platform
 
-# The second pass: the platform's tests (pages, API, mastery, analytics, authoring, LTI,
+# The second pass: the platform's tests that reach the database (pages, API, mastery, analytics, authoring, LTI,
 # integrations) again on `make run`'s SQLite, without the slow parts.
 pytest:
 	bash scripts/test.sh -n $(TEST_PROCESSES)

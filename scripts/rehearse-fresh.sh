@@ -24,6 +24,9 @@ say() { echo "[rehearse] $*" >&2; }
 # The host's speed changes by the hour (up to 2x on the reference machine): a fixed amount
 # of pure-Python work, timed before and after, tells a slow hour from a slow change.
 probe() { /usr/bin/time -f '%e' python3 -c 'sum(i * i for i in range(10**7))' 2>&1; }
+# The whole machine's busy CPU time (user, nice, system, irq, softirq, steal) in clock ticks,
+# the Docker daemon's containers and every other process included.
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 
 say "host-speed probe before: $(probe) s (about 1.1 s on a normal hour of the reference machine)"
 
@@ -42,17 +45,20 @@ git -C "$CLONE" checkout -q --detach "$(git rev-parse "$REV")"
 
 say "running .ci/run (log: $LOG)"
 started=$(date +%s)
+busy_before=$(busy_ticks)
 set +e
 (cd "$CLONE" && CI=true /usr/bin/time -f 'rehearsal: %e s wall, %U s user, %S s sys' \
   bash .ci/run) >"$LOG" 2>&1
 status=$?
 set -e
 ended=$(date +%s)
+busy_after=$(busy_ticks)
 
 pytest_s=$(grep -Eo '(passed|failed|error)[^=]* in [0-9.]+s' "$LOG" | grep -Eo '[0-9.]+s$' | tr -d s |
   awk '{total += $1} END {printf "%.0f", total}')
 grep -E '^=+ .* in [0-9.]+s' "$LOG" | sed 's/^/[rehearse] pytest: /' >&2 || true
 grep '^rehearsal:' "$LOG" | sed 's/^/[rehearse] /' >&2 || true
+say "whole machine busy: $(( (busy_after - busy_before) / $(getconf CLK_TCK) )) CPU-s of $(( (ended - started) * $(nproc) )) (every process, containers included)"
 say "host-speed probe after: $(probe) s"
 say "whole .ci/run: $((ended - started)) s; pytest: ${pytest_s:-?} s; setup and lint: $((ended - started - ${pytest_s:-0})) s; exit $status"
 rm -rf "$HOME_DIR"

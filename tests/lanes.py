@@ -45,11 +45,16 @@ SLOW_MARKERS = ("sandbox", "docker", "browser", "worker")
 # them.
 PROCESS_MARKERS = ("processes", "heavy")
 WITHOUT_REAL_PARTS = " and ".join(f"not {marker}" for marker in SLOW_MARKERS)
+# `make test`'s SQLite pass: the tests without the real parts that reach the database,
+# directly (`database`: pytest-django's access, which it refuses to every other test) or
+# through an interpreter or server of their own that may (`processes`). The rest cannot
+# reach a database, so their verdict is the PostgreSQL pass's, already given.
+SQLITE_PASS = f"{WITHOUT_REAL_PARTS} and (database or processes)"
 FAST_LANE = " and ".join(f"not {marker}" for marker in (*SLOW_MARKERS, *PROCESS_MARKERS))
 # Property tests (hypothesis, schemathesis) try a third of their examples in the fast lane,
 # the edit-test loop, and in `make test`'s SQLite pass (-m WITHOUT_REAL_PARTS); `make
 # test`'s PostgreSQL pass tries them all.
-FEWER_EXAMPLES_LANES = (FAST_LANE, WITHOUT_REAL_PARTS)
+FEWER_EXAMPLES_LANES = (FAST_LANE, WITHOUT_REAL_PARTS, SQLITE_PASS)
 FAST_LANE_EXAMPLE_SHARE = 3
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -83,6 +88,12 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "docker_sandbox": ("docker",),
     # gunicorn on a free port
     "web_server": ("processes",),
+    # pytest-django's database access (a test without it cannot reach the database)
+    "db": ("database",),
+    "transactional_db": ("database",),
+    "django_db_reset_sequences": ("database",),
+    "django_db_serialized_rollback": ("database",),
+    "live_server": ("database",),
 }
 
 # A parametrized fixture whose parameter names a backend that needs more.
@@ -98,6 +109,12 @@ def markers_for(folder: str, fixtures: Iterable[str], params: Iterable[Any]) -> 
         if isinstance(value, str):
             needed.update(PARAM_MARKERS.get(value, ()))
     return needed
+
+
+def _reaches_database(item: pytest.Item) -> bool:
+    """pytest-django lets a test reach the database only through its `django_db` marker or
+    a database fixture (FIXTURE_MARKERS)."""
+    return item.get_closest_marker("django_db") is not None
 
 
 def _folder_of(item: pytest.Item) -> str:
@@ -119,7 +136,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
         fixtures = getattr(item, "fixturenames", ())
-        for name in sorted(markers_for(_folder_of(item), fixtures, params)):
+        needed = markers_for(_folder_of(item), fixtures, params)
+        if _reaches_database(item):
+            needed.add("database")
+        for name in sorted(needed):
             item.add_marker(name)
     items[:] = slowest_kinds_first(items)
 

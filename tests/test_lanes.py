@@ -10,6 +10,7 @@ import lanes
 import pytest
 from lanes import (
     FAST_LANE,
+    SQLITE_PASS,
     WITHOUT_REAL_PARTS,
     marker_for_command,
     marker_for_socket,
@@ -27,7 +28,7 @@ def test_a_folder_of_sandbox_tests_marks_each_of_its_tests() -> None:
 
 
 def test_a_worker_fixture_marks_the_test_worker_and_sandbox() -> None:
-    assert markers_for("platform", ["db", "start_worker"], []) == {"worker", "sandbox"}
+    assert markers_for("platform", ["db", "start_worker"], []) == {"worker", "sandbox", "database"}
     assert markers_for("browser", ["signed_in"], []) == {"browser"}
     assert markers_for("grader", ["grade_code"], []) == {"sandbox"}
 
@@ -159,19 +160,27 @@ def test_the_makefile_fast_lane_is_the_one_the_guard_knows() -> None:
     assert f"FAST_LANE := {FAST_LANE}\n" in makefile
 
 
-def test_the_sqlite_pass_of_the_test_script_leaves_out_the_real_parts_only() -> None:
+def test_the_sqlite_pass_leaves_out_the_real_parts_and_what_has_no_database() -> None:
     script = (TESTS_DIR.parent / "scripts" / "test.sh").read_text()
     assert WITHOUT_REAL_PARTS == "not sandbox and not docker and not browser and not worker"
-    assert f'set -- -m "{WITHOUT_REAL_PARTS}" "$@"\n' in script
+    assert f"{WITHOUT_REAL_PARTS} and (database or processes)" == SQLITE_PASS
+    assert SQLITE_PASS in lanes.FEWER_EXAMPLES_LANES  # its property tests try a third
+    assert f'set -- -m "{SQLITE_PASS}" "$@"\n' in script
 
 
-def test_a_test_starting_processes_or_taking_seconds_is_left_out_of_the_fast_lane_only(
+def test_a_database_fixture_marks_the_test_database() -> None:
+    for fixture in ("db", "transactional_db", "live_server"):
+        assert markers_for("platform", [fixture], []) == {"database"}
+    assert markers_for("platform", ["settings", "tmp_path"], []) == set()
+
+
+def test_the_fast_lane_leaves_out_processes_and_seconds_and_the_sqlite_pass_what_has_no_database(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(LANE_PLUGIN)
     pytester.makeini(
         "[pytest]\nmarkers =\n    sandbox\n    docker\n    browser\n    worker\n    processes\n"
-        "    heavy\n"
+        "    heavy\n    database\n    django_db\n"
     )
     pytester.makepyfile(
         test_kinds=(
@@ -179,18 +188,24 @@ def test_a_test_starting_processes_or_taking_seconds_is_left_out_of_the_fast_lan
             "@pytest.mark.processes\ndef test_starts_an_interpreter():\n    pass\n\n"
             "@pytest.mark.heavy\ndef test_fuzzes_for_seconds():\n    pass\n\n"
             "@pytest.fixture\ndef web_server():\n    return 'http://127.0.0.1:1'\n\n"
-            "def test_uses_gunicorn(web_server):\n    pass\n"
+            "def test_uses_gunicorn(web_server):\n    pass\n\n"
+            "@pytest.mark.django_db\ndef test_reads_rows():\n    pass\n\n"
+            "@pytest.fixture\ndef db():\n    return None\n\n"
+            "def test_writes_rows(db):\n    pass\n"
         )
     )
+    on_a_database = ["test_reads_rows", "test_writes_rows"]
     everything = [
+        *on_a_database,
         "test_fast",
         "test_starts_an_interpreter",
         "test_fuzzes_for_seconds",
         "test_uses_gunicorn",
     ]
     lanes_and_tests = [
-        (FAST_LANE, ["test_fast"]),
+        (FAST_LANE, ["test_fast", *on_a_database]),
         (WITHOUT_REAL_PARTS, everything),
+        (SQLITE_PASS, ["test_starts_an_interpreter", "test_uses_gunicorn", *on_a_database]),
         ("", everything),
     ]
 
@@ -264,7 +279,8 @@ def test_under_xdist_each_module_runs_whole_in_one_process_and_both_processes_wo
 
 
 @pytest.mark.parametrize(
-    ("markexpr", "tried"), [(FAST_LANE, 10), (WITHOUT_REAL_PARTS, 10), ("not browser", 30)]
+    ("markexpr", "tried"),
+    [(FAST_LANE, 10), (WITHOUT_REAL_PARTS, 10), ("not browser", 30)],
 )
 def test_a_property_test_tries_a_third_of_its_examples_in_the_fast_lane_only(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, markexpr: str, tried: int
