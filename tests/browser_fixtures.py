@@ -76,13 +76,21 @@ def page_problems() -> PageProblems:
     return PageProblems()
 
 
+# How long a page action or navigation may wait: an upper bound that a passing test never
+# comes near, not a guess of the host's speed. The slowest step is an LTI launch in an LMS's
+# frame (the login, the platform's storage, the launch and the exercise page's load) while
+# three test processes and their Chromiums share two cores: with 20 s it ran out once in a
+# fresh-machine rehearsal (3 December).
+ACTION_TIMEOUT_MS = 120_000
+
+
 @pytest.fixture
 def new_page(browser: Any, page_problems: PageProblems) -> Iterator[Callable[..., Any]]:
     contexts: list[Any] = []
 
     def make(viewport: dict[str, int] = LAPTOP, **options: Any) -> Any:
         context = browser.new_context(viewport=viewport, **options)
-        context.set_default_timeout(20_000)
+        context.set_default_timeout(ACTION_TIMEOUT_MS)
         contexts.append(context)
         page = context.new_page()
         page_problems.listen(page)

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from browser_fixtures import ACTION_TIMEOUT_MS
 
 # tests/lti's fake platform; `conftest` is not imported by name: with tests/lti collected in
 # the same run, that name is tests/lti/conftest.py.
@@ -113,7 +114,7 @@ class Problems:
 @pytest.fixture
 def lms_page(chromium: Any) -> Iterator[tuple[Any, Problems]]:
     context = chromium.new_context(viewport=LAPTOP)
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(ACTION_TIMEOUT_MS)
     problems = Problems()
     context.on("page", problems.listen)
     yield problems.listen(context.new_page()), problems
