@@ -17,6 +17,14 @@ requires_grad=True)`, a starter line left above the learner's own, and leaves re
 from updated values in a loop all work. The reference's solution is rewritten the same
 way, at the same values.
 
+A script whose data and model come from a fixed seed (`torch.manual_seed(0)`, then
+`torch.randn`, `nn.Linear`) has no leaf of its own to start: the seed is designated
+instead (`SEED`, `plain_seed`). Its hidden value is an integer drawn from the
+submission's seed, and the call appended after every statement that calls `manual_seed`
+(anywhere in the source: torch's generator is global) reseeds torch with it when torch's
+seed is then the plain one, so the data and the model's initial parameters are unknown
+before the run.
+
 Nothing here trusts the learner's process: the values are literals of the source it
 receives, unknown before it runs. Code that undoes the call keeps the plain values and is
 compared with the reference at the hidden ones; code that reads the value (or the call's
@@ -37,6 +45,10 @@ STARTER = "__gradlab_start__"
 PRELUDE = (
     "def __gradlab_start__(name, plain, hidden):\n"
     "    import torch\n"
+    "    if name == 'torch.manual_seed':\n"
+    "        if torch.initial_seed() == int(plain[0]):\n"
+    "            torch.manual_seed(int(hidden[0]))\n"
+    "        return\n"
     "    space = globals()\n"
     "    value = space.get(name)\n"
     "    if isinstance(value, (int, float)) and not isinstance(value, bool):\n"
@@ -58,6 +70,9 @@ GRID = 65_536  # drawn values are multiples of 1/GRID: exact in float32 for smal
 SCALES = (1.25, 2.0)  # a start is plain * scale + offset, away from zero
 OFFSETS = (0.25, 1.0)
 MAX_SOURCE_CHARS = 1_000_000  # longer sources are not rewritten (the fallback)
+# The designated name of torch's global seed: not an identifier, so never a variable's.
+SEED = "torch.manual_seed"
+SEEDS = (1, 2**31)  # a hidden seed: an integer in [1, 2**31), never the plain one
 
 
 @dataclass(frozen=True)
@@ -77,12 +92,26 @@ def draw_starts(leaves: Mapping[str, Sequence[float]], seed: int) -> tuple[Start
     (over 2 * 10**9 pairs per leaf), drawn per job."""
     starts = []
     for name in sorted(leaves):
+        if name == SEED:
+            starts.append(_seed_start(leaves[name], seed))
+            continue
         scale = _uniform(seed, name, "scale", SCALES)
         offset = _uniform(seed, name, "offset", OFFSETS)
         plain = tuple(float(v) for v in leaves[name])
         hidden = tuple(v * scale + (offset if v >= 0 else -offset) for v in plain)
         starts.append(Start(name, plain, hidden))
     return tuple(starts)
+
+
+def _seed_start(plain: Sequence[float], seed: int) -> Start:
+    """torch's seed: an integer drawn from the job's seed in SEEDS (over 2 * 10**9
+    values), never the plain one."""
+    digest = hashlib.sha256(f"{seed}\0{SEED}".encode()).digest()
+    low, high = SEEDS
+    hidden = low + int.from_bytes(digest[:8], "big") % (high - low)
+    if hidden == int(plain[0]):
+        hidden = low + (hidden - low + 1) % (high - low)
+    return Start(SEED, (float(plain[0]),), (float(hidden),))
 
 
 def _uniform(seed: int, name: str, part: str, bounds: tuple[float, float]) -> float:
@@ -111,6 +140,37 @@ def plain_starts(source: str, names: Sequence[str]) -> dict[str, tuple[float, ..
         if values is not None:
             found[name] = values
     return found
+
+
+def plain_seed(source: str) -> tuple[float, ...] | None:
+    """The seed the reference's source gives torch (the integer literal of its first
+    `manual_seed(...)` statement), or None: then the seed is not designated."""
+    tree = _parse(source)
+    sites = _seed_sites(tree) if tree is not None else []
+    if not sites:
+        return None
+    call = sites[0].value
+    assert isinstance(call, ast.Call)
+    if len(call.args) != 1 or call.keywords:
+        return None
+    value = _numbers(call.args[0])
+    if value is None or len(value) != 1 or not value[0].is_integer():
+        return None
+    return value
+
+
+def _seed_sites(tree: ast.Module) -> list[ast.Expr | ast.Assign | ast.AnnAssign]:
+    """The statements that are a `manual_seed(...)` call (`torch.manual_seed(0)`,
+    `g = torch.manual_seed(0)`), anywhere in the source (torch's generator is global), in
+    source order."""
+    sites = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr | ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Call)
+        and _called(node.value.func) == "manual_seed"
+    ]
+    return sorted(sites, key=lambda node: (node.lineno, node.col_offset))
 
 
 def made_leaves(source: str) -> list[str]:
@@ -212,7 +272,10 @@ def rewrite(source: str, starts: Sequence[Start]) -> Rewritten:
     if tree is None:
         return untouched
     sites: dict[tuple[int, int], list[str]] = {}
-    for name, node in _assignments(tree, set(wanted)):
+    found: list[tuple[str, ast.stmt]] = list(_assignments(tree, set(wanted)))
+    if SEED in wanted:
+        found += [(SEED, node) for node in _seed_sites(tree)]
+    for name, node in found:
         assert node.end_lineno is not None and node.end_col_offset is not None
         names = sites.setdefault((node.end_lineno, node.end_col_offset), [])
         if name not in names:

@@ -25,7 +25,7 @@ from grader.checks.diagnoses import catalogue
 from grader.checks.registry import run_check
 from grader.protocol import Report
 from grader.report import build_report
-from grader.rewrite import Start, draw_starts, made_leaves, plain_starts, rewrite
+from grader.rewrite import SEED, Start, draw_starts, made_leaves, plain_seed, plain_starts, rewrite
 from grader.runs.base import LabelledRun
 from grader.runs.learner import learner_run
 from grader.runs.reference import REFERENCE_SHARE, reference_capture
@@ -43,7 +43,9 @@ def designated_leaves(package: Package, reference: Capture) -> dict[str, tuple[f
     reference's solution makes leaves that require grad (`made_leaves`) or that its
     capture shows as floating-point leaf tensors requiring grad, except a captured name
     that is anything else at the end (a non-leaf, an integer tensor), whose first
-    assignment writes its values as literals (`plain_starts`)."""
+    assignment writes its values as literals (`plain_starts`); and torch's seed (`SEED`)
+    where the solution seeds it with a literal (`plain_seed`: a model and data made from a
+    fixed seed)."""
     names = set(made_leaves(package.solution))
     for name, value in reference.variables.items():
         leaf = (
@@ -56,7 +58,11 @@ def designated_leaves(package: Package, reference: Capture) -> dict[str, tuple[f
             names.add(name)
         else:
             names.discard(name)
-    return plain_starts(package.solution, sorted(names))
+    leaves = plain_starts(package.solution, sorted(names))
+    seed = plain_seed(package.solution)
+    if seed is not None:
+        leaves[SEED] = seed
+    return leaves
 
 
 def hidden_starts(package: Package, reference: Capture, seed: int) -> tuple[Start, ...]:
@@ -205,17 +211,25 @@ CLAIM = (
     "{names} could not be given hidden starting values (no assignment of {them} was found "
     "in your code), so this check's second run rests on what your code reports"
 )
+SEED_CLAIM = (
+    "the seed could not be drawn per submission (no `torch.manual_seed(...)` statement was "
+    "found in your code), so this check's second run rests on what your code reports"
+)
 NO_LEAVES = (
-    "this exercise has no leaf of its own to start at hidden values (its starting values "
-    "come from a fixed seed), so this check's second run rests on what your code reports"
+    "this exercise has no leaf of its own to start at hidden values and no seed to draw, "
+    "so this check's second run rests on what your code reports"
 )
 
 
 def missing_reason(missing: Sequence[str]) -> str:
-    """The claim label of a run in which the designated leaves `missing` kept their plain
-    values."""
-    names = ", ".join(f"`{name}`" for name in missing)
-    return CLAIM.format(names=names, them="it" if len(missing) == 1 else "them")
+    """The claim label of a run in which the designated leaves (or the seed) `missing`
+    kept their plain values."""
+    leaves = [name for name in missing if name != SEED]
+    if not leaves:
+        return SEED_CLAIM
+    names = ", ".join(f"`{name}`" for name in leaves)
+    reason = CLAIM.format(names=names, them="it" if len(leaves) == 1 else "them")
+    return reason if len(leaves) == len(missing) else f"{reason}; {SEED_CLAIM}"
 
 
 def claimed(report: Report, checks: frozenset[int], reason: str) -> Report:

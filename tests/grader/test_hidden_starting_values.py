@@ -13,9 +13,15 @@ from grading_helpers import failed_diagnoses, package_at
 
 from grader.cache import ReferenceCache
 from grader.engine import DEV_SEED
-from grader.rewrite import GRID, Start, draw_starts, plain_starts, rewrite
+from grader.rewrite import GRID, SEED, SEEDS, Start, draw_starts, plain_seed, plain_starts, rewrite
 from grader.runs.reference import reference_capture
-from grader.runs.second import SCALED, designated_leaves, hidden_starts
+from grader.runs.second import (
+    SCALED,
+    SEED_CLAIM,
+    designated_leaves,
+    hidden_starts,
+    missing_reason,
+)
 from grader.sandbox.base import Sandbox
 
 HEADER = "import torch\n\n"
@@ -151,18 +157,36 @@ def test_a_leaf_the_rewrite_cannot_find_keeps_its_plain_start_and_its_points_are
     assert claims["the script runs without an error"] == ""
 
 
+# fix-the-training-loop's solution, but torch seeded at 0 again where the worker's rewrite
+# cannot see it: the model is trained from the visible start in every run, so its values
+# are those of the plain seed (what a reader could work out at home), never the hidden one.
+SEED_UNDONE = "exec('torch.manual_seed(0)')\n"
+
+
 @pytest.mark.sandbox
-def test_an_exercise_without_leaves_of_its_own_labels_its_second_run_checks_claims(
+def test_a_model_made_from_a_fixed_seed_is_made_from_a_hidden_seed_in_the_second_run(
     grade_code: GradeCode,
 ) -> None:
-    """fix-the-training-loop's model comes from `torch.manual_seed(0)`: there is no leaf to
-    start at hidden values, so its second run only scales the gradients (a public factor)."""
+    """fix-the-training-loop's data and model come from `torch.manual_seed(0)`: the second
+    run draws the seed per submission, so the honest solution keeps full marks with no
+    check labelled a claim, and a run that puts the plain seed back fails the checks that
+    depend on the model's start there (`not-from-autograd`)."""
     package = package_at("fix-the-training-loop")
-    report = grade_code(package, package.solution)
-    assert report.passed
-    claims = [c.name for c in report.checks if "no leaf of its own" in c.data.get("claim", "")]
-    assert claims and len(claims) < len(report.checks)
+    honest = grade_code(package, package.solution)
+    assert honest.passed, [(c.name, c.message) for c in honest.checks if not c.passed]
+    assert [c.name for c in honest.checks if c.data.get("claim")] == []
 
+    undone = package.solution.replace(
+        "torch.manual_seed(0)\n", "torch.manual_seed(0)\n" + SEED_UNDONE
+    )
+    assert undone != package.solution
+    report = grade_code(package, undone)
+    failed = failed_diagnoses(report)
+    assert failed and set(failed.values()) == {"not-from-autograd"}, failed
+    assert all(c.message.startswith(SCALED) for c in report.checks if not c.passed)
+
+
+# -- the values and the rewrite, without a sandbox ----------------------------------------
 
 # -- the values and the rewrite, without a sandbox ----------------------------------------
 
@@ -192,7 +216,8 @@ DESIGNATED = [
     ("chain-rule", {"x": (2.0,)}),
     ("higher-order-gradients", {"x": (3.0,), "w": (1.0, 2.0), "z": (3.0,)}),
     ("manual-gradient-descent", {"w": (1.0,), "b": (0.0,)}),
-    ("fix-the-training-loop", {}),  # its leaves are a module's parameters: none is named
+    # its leaves are a module's parameters, made from a fixed seed: the seed is designated
+    ("fix-the-training-loop", {SEED: (0.0,)}),
 ]
 
 
@@ -241,6 +266,42 @@ def test_a_source_without_an_assignment_of_the_leaf_is_left_as_it_is_with_the_le
     rewritten = rewrite(code, START)
     assert rewritten.source == code
     assert rewritten.missing == ("x",) and rewritten.started == ()
+
+
+def test_the_seed_is_designated_where_the_source_seeds_torch_with_a_literal() -> None:
+    assert plain_seed("import torch\ntorch.manual_seed(7)\nw = torch.randn(3)\n") == (7.0,)
+    assert plain_seed("g = torch.random.manual_seed(0)\n") == (0.0,)
+    assert plain_seed("SEED = 0\ntorch.manual_seed(SEED)\n") is None  # no literal
+    assert plain_seed("w = torch.randn(3)\n") is None
+
+
+def test_each_submission_draws_its_own_integer_seed_never_the_plain_one() -> None:
+    drawn = [draw_starts({SEED: (0.0,), "x": (2.0,)}, seed)[0] for seed in range(400)]
+    assert all(start.name == SEED and start.plain == (0.0,) for start in drawn)
+    hidden = {start.hidden[0] for start in drawn}
+    assert len(hidden) == 400
+    assert all(value.is_integer() and SEEDS[0] <= value < SEEDS[1] for value in hidden)
+
+
+def test_the_rewrite_reseeds_after_every_seed_statement_and_keeps_every_line_number() -> None:
+    start = (Start(SEED, (0.0,), (12345.0,)),)
+    code = (
+        "import torch\ntorch.manual_seed(0)\nw = torch.randn(2)\n"
+        "def again():\n    torch.manual_seed(0)\n"
+    )
+    rewritten = rewrite(code, start)
+    assert rewritten.started == (SEED,) and rewritten.missing == ()
+    old, new = code.splitlines(), rewritten.source.splitlines()
+    assert [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b] == [1, 4]
+    assert new[1].startswith("torch.manual_seed(0); exec(")
+    assert "__gradlab_start__('torch.manual_seed', [0.0], [12345.0])" in new[4]
+    assert rewrite("w = torch.randn(2)\n", start).missing == (SEED,)
+
+
+def test_a_seed_the_rewrite_cannot_find_is_named_in_the_claim_label() -> None:
+    assert missing_reason([SEED]) == SEED_CLAIM
+    both = missing_reason(["w", SEED])
+    assert both.startswith("`w` could not be given hidden starting values") and SEED_CLAIM in both
 
 
 def test_a_function_exercise_has_no_hidden_starts() -> None:

@@ -192,6 +192,30 @@ def test_a_worker_in_zygote_mode_grades_right_and_wrong_through_its_processes_zy
     assert children and children <= _zygote_owners(), "each worker process keeps a zygote"
 
 
+# Printed by the learner's code: its interpreter's str hash secret, which a zygote's
+# fork inherits from the zygote (the cold path's fresh interpreter draws its own).
+PRINT_HASH_SECRET = '\nprint("hash secret:", hash("gradlab"))\n'
+
+
+def test_with_the_products_zygote_default_each_submission_runs_in_a_zygote_of_its_own(
+    start_worker: Any, api: Any, alice_learner: Any
+) -> None:
+    """GRADLAB_ZYGOTE_JOBS=1, as `make run` and a deployment start it (the test settings
+    share a zygote across 500 jobs): two submissions are each graded right, and each is
+    forked by a zygote generation of its own (their hash secrets differ)."""
+    start_worker(GRADLAB_ZYGOTE_JOBS="1")
+    client = api(alice_learner)
+    code = package_file(E2E_SLUG, "solution.py") + PRINT_HASH_SECRET
+    created = [_submit(client, code) for _ in range(2)]
+
+    graded = [wait_for(lambda s=s: _finished(client, s["url"]), what="grading") for s in created]
+
+    assert all(body["status"] == "graded" and body["passed"] is True for body in graded)
+    printed = [_row(s["id"]).report["stdout"] for s in created]
+    secrets = [text.split("hash secret:")[1].split()[0] for text in printed]
+    assert secrets[0] != secrets[1], printed
+
+
 def _children_of(pid: int) -> set[int]:
     found = set()
     for entry in Path("/proc").iterdir():
