@@ -401,8 +401,8 @@ window.addEventListener("message", function (event) {
 
 def course_page(query: dict[str, list[str]]) -> str:
     """The LMS's page: the tool's frame (named "tool"), the storage frame when `storage=1`
-    (and not `forwarder=0`), and the login initiation form POSTed into the tool's frame, as
-    Canvas and Moodle do."""
+    (and not `forwarder=0`; `forwarder_delay_ms=N`: its page is answered N ms late), and the
+    login initiation form POSTed into the tool's frame, as Canvas and Moodle do."""
     fields = {
         "iss": ISSUER, "client_id": CLIENT_ID, "login_hint": query.get("sub", ["learner-1"])[0],
         "target_link_uri": query["login"][0], "lti_message_hint": query.get("hint", ["{}"])[0],
@@ -416,7 +416,11 @@ def course_page(query: dict[str, list[str]]) -> str:
     inputs = "".join(
         f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
     )
-    forwarder = '<iframe name="post_message_forwarding" src="/forwarder" hidden></iframe>'
+    delay = query.get("forwarder_delay_ms", ["0"])[0]
+    forwarder = (
+        f'<iframe name="post_message_forwarding" src="/forwarder?delay_ms={escape(delay)}"'
+        " hidden></iframe>"
+    )
     return (
         "<!doctype html><title>Course 7</title><h1>Deep learning</h1>"
         + (forwarder if storage else "")
@@ -472,6 +476,7 @@ def running_platform() -> Iterator[FakePlatform]:
             if parts.path == "/course":
                 self._html(course_page(query))
             elif parts.path == "/forwarder":
+                time.sleep(int(query.get("delay_ms", ["0"])[0]) / 1000)
                 self._html(FORWARDER_PAGE)
             elif parts.path == "/auth" and "text/html" in self.headers.get("accept", ""):
                 self._html(auto_post_page(query["redirect_uri"][0], self._authorize(query)))

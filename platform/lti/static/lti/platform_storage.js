@@ -3,9 +3,14 @@
 // window instead. The login page puts them (lti.put_data) and then goes to the LMS's
 // authorization URL; the launch page reads them back (lti.get_data) and posts the launch
 // again with them. The data come from the page's data- attributes (no inline script).
+//
+// The LMS's storage frame may still be loading when this page asks (its first document is
+// about:blank, which drops the message): a request is sent again every RESEND_MS, with the
+// same message_id, until the answer comes or TIMEOUT_MS have passed (then the fallback).
 (function () {
   "use strict";
-  var TIMEOUT_MS = 3000;
+  var TIMEOUT_MS = 10000;
+  var RESEND_MS = 250;
   var page = document.getElementById("lti-storage");
   if (!page) {
     return;
@@ -32,10 +37,20 @@
         return;
       }
       var messageId = subject + "-" + Math.random().toString(36).slice(2);
+      var message = Object.assign({ subject: subject, message_id: messageId }, fields);
+      function post() {
+        frame.postMessage(message, data.origin);
+      }
+      var resend = window.setInterval(post, RESEND_MS);
       var timer = window.setTimeout(function () {
-        window.removeEventListener("message", listen);
+        stop();
         reject(new Error("the platform's storage did not answer"));
       }, TIMEOUT_MS);
+      function stop() {
+        window.clearInterval(resend);
+        window.clearTimeout(timer);
+        window.removeEventListener("message", listen);
+      }
       function listen(event) {
         var answer = event.data;
         if (
@@ -46,8 +61,7 @@
         ) {
           return;
         }
-        window.clearTimeout(timer);
-        window.removeEventListener("message", listen);
+        stop();
         if (answer.error) {
           reject(new Error(answer.error.message || answer.error.code));
         } else {
@@ -55,8 +69,7 @@
         }
       }
       window.addEventListener("message", listen);
-      var message = Object.assign({ subject: subject, message_id: messageId }, fields);
-      frame.postMessage(message, data.origin);
+      post();
     });
   }
 
