@@ -614,9 +614,11 @@ def _remove(container: Any) -> None:
 
 
 def _remove_container(container: Any) -> bool:
-    """Force-removes a container: True when this call removed it, False when it was gone
-    or its removal already under way (a janitor of another worker got there first: the
-    Engine answers 409 Conflict, "removal of container ... is already in progress")."""
+    """Force-removes a container: True when the Engine says this call removed it, False
+    when it was gone or its removal already under way (a janitor of another worker got
+    there first: the Engine answers 409 Conflict, "removal of container ... is already in
+    progress"). Two removals that overlap can both be answered as done, so two janitors
+    may each report the same container (a log line twice, nothing worse)."""
     import docker.errors
 
     try:
