@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from browser_fixtures import ACTION_TIMEOUT_MS
+from browser_fixtures import ACTION_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS
 
 # tests/lti's fake platform; `conftest` is not imported by name: with tests/lti collected in
 # the same run, that name is tests/lti/conftest.py.
@@ -45,10 +45,8 @@ from fake_platform import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# As tests/browser/conftest.py launches it, plus Chromium's own switch for the coming
-# default: third-party cookies blocked, partitioned (CHIPS) cookies kept.
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# Chromium as tests/browser_fixtures.py launches it, plus Chromium's own switch for the
+# coming default: third-party cookies blocked, partitioned (CHIPS) cookies kept.
 NO_THIRD_PARTY_COOKIES = "--test-third-party-cookie-phaseout"
 # One renderer process for the LMS's page and gradlab's frame. With site isolation, the frame
 # moves to another process at each navigation between 127.0.0.1 and localhost, and
