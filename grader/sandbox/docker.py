@@ -446,7 +446,7 @@ def _reap(container: Any) -> bool:
     A failure is logged and left to the next pass; it never stops the pass (nor the
     grading that ran it)."""
     try:
-        return _remove_container(container)
+        return remove_container(container)
     except _engine_errors() as error:
         log.warning("sandbox janitor: cannot remove %s (next pass): %s", container.name, error)
         return False
@@ -608,12 +608,12 @@ def _kill(container: Any) -> None:
 
 def _remove(container: Any) -> None:
     try:
-        _remove_container(container)
+        remove_container(container)
     except _engine_errors() as error:
         log.error("cannot remove sandbox container %s (the janitor will): %s", container.id, error)
 
 
-def _remove_container(container: Any) -> bool:
+def remove_container(container: Any) -> bool:
     """Force-removes a container: True when the Engine says this call removed it, False
     when it was gone or its removal already under way (a janitor of another worker got
     there first: the Engine answers 409 Conflict, "removal of container ... is already in

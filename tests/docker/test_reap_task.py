@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import docker.errors
 import pytest
 from docker_helpers import containers_of_job
 
-from grader.sandbox.docker import LABEL_DEADLINE, LABEL_JOB, LABEL_ROLE, ROLE_SANDBOX
+from grader.sandbox.docker import (
+    LABEL_DEADLINE,
+    LABEL_JOB,
+    LABEL_ROLE,
+    ROLE_SANDBOX,
+    remove_container,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -25,8 +29,7 @@ def orphan(docker_client: Any, sandbox_image: str) -> Iterator[Any]:
         sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
     )
     yield container
-    with contextlib.suppress(docker.errors.NotFound):
-        container.remove(force=True)
+    remove_container(container)  # gone or going: another janitor's
 
 
 def test_the_reap_task_removes_an_orphaned_container_with_the_docker_backend(
