@@ -35,15 +35,26 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from grader.spec import DataLine
+
 STARTER = "__gradlab_start__"
+# A data line's start counts, in this global of the learner's module, the times it moved
+# the targets (captured in the second run: a line never moved makes its checks claims).
+LINE_FLAG = "__gradlab_line__"
+# The targets are moved when the least-squares line through (inputs, targets) is the plain
+# one within this share of max(1, |slope|) and of max(1, |intercept|); a hidden line is at
+# least twice as far (LINE_SHRINK), so moved targets are never moved again.
+LINE_FIT = 0.05
+LINE_SHRINK = (0.125, 0.75)  # on the grid: drawn lines are exact in float32
 # Defined once in the module's globals by the first call that runs (exec'd from a literal,
 # so no line of the learner's file moves); a fixed text, never built from job data.
 PRELUDE = (
-    "def __gradlab_start__(name, plain, hidden):\n"
+    "def __gradlab_start__(name, plain, hidden, inputs=()):\n"
     "    import torch\n"
     "    if name == 'torch.manual_seed':\n"
     "        if torch.initial_seed() == int(plain[0]):\n"
@@ -51,6 +62,40 @@ PRELUDE = (
     "        return\n"
     "    space = globals()\n"
     "    value = space.get(name)\n"
+    "    if inputs:\n"
+    "        if not isinstance(value, torch.Tensor) or not value.is_floating_point():\n"
+    "            return\n"
+    "        if value.requires_grad or value.numel() < 2:\n"
+    "            return\n"
+    "        with torch.no_grad():\n"
+    "            targets = value.detach().reshape(-1).double().cpu()\n"
+    "            for source in inputs:\n"
+    "                points = space.get(source)\n"
+    "                if not isinstance(points, torch.Tensor) or points is value:\n"
+    "                    continue\n"
+    "                if points.is_complex() or points.dtype == torch.bool:\n"
+    "                    continue\n"
+    "                if points.numel() != value.numel():\n"
+    "                    continue\n"
+    "                flat = points.detach().reshape(-1).double().cpu()\n"
+    "                centred = flat - flat.mean()\n"
+    "                spread = float((centred * centred).sum())\n"
+    "                if not spread > 0.0:\n"
+    "                    continue\n"
+    "                slope = float((centred * (targets - targets.mean())).sum()) / spread\n"
+    "                intercept = float(targets.mean()) - slope * float(flat.mean())\n"
+    "                fitted = (slope, intercept)\n"
+    f"                if not all(abs(f - p) <= {LINE_FIT} * max(1.0, abs(p))\n"
+    "                           for f, p in zip(fitted, plain)):\n"
+    "                    continue\n"
+    "                inputs_here = points.detach().reshape(value.shape)\n"
+    "                inputs_here = inputs_here.to(device=value.device, dtype=value.dtype)\n"
+    "                shift = (hidden[0] - plain[0]) * inputs_here + (hidden[1] - plain[1])\n"
+    "                value.data = value.detach() + shift\n"
+    f"                count = space.get({LINE_FLAG!r})\n"
+    f"                space[{LINE_FLAG!r}] = (count if type(count) is int else 0) + 1\n"
+    "                return\n"
+    "        return\n"
     "    if isinstance(value, (int, float)) and not isinstance(value, bool):\n"
     "        if len(plain) == 1 and float(value) == plain[0]:\n"
     "            space[name] = hidden[0]\n"
@@ -78,18 +123,29 @@ SEEDS = (1, 2**31)  # a hidden seed: an integer in [1, 2**31), never the plain o
 @dataclass(frozen=True)
 class Start:
     """One designated leaf: its name, its plain starting values (flat, as the reference
-    writes them) and the hidden ones of this job."""
+    writes them) and the hidden ones of this job. A data line (`inputs` set): `name` is
+    the targets, `plain` and `hidden` are (slope, intercept), `inputs` the names the
+    targets may have been made from (the exercise's; the rewrite adds those of each
+    assignment)."""
 
     name: str
     plain: tuple[float, ...]
     hidden: tuple[float, ...]
+    inputs: tuple[str, ...] = ()
+
+    @property
+    def is_line(self) -> bool:
+        return bool(self.inputs)
 
 
-def draw_starts(leaves: Mapping[str, Sequence[float]], seed: int) -> tuple[Start, ...]:
+def draw_starts(
+    leaves: Mapping[str, Sequence[float]], seed: int, line: DataLine | None = None
+) -> tuple[Start, ...]:
     """Each leaf's hidden values, from the seed and the leaf's name: `plain * scale +
     offset` away from zero (a positive value stays positive, a zero moves, no value is
     its own start), scale in [1.25, 2) and offset in [0.25, 1) on a grid of 1/65536
-    (over 2 * 10**9 pairs per leaf), drawn per job."""
+    (over 2 * 10**9 pairs per leaf), drawn per job; and the data line's (`line_start`),
+    unless its targets are a leaf's name."""
     starts = []
     for name in sorted(leaves):
         if name == SEED:
@@ -100,7 +156,27 @@ def draw_starts(leaves: Mapping[str, Sequence[float]], seed: int) -> tuple[Start
         plain = tuple(float(v) for v in leaves[name])
         hidden = tuple(v * scale + (offset if v >= 0 else -offset) for v in plain)
         starts.append(Start(name, plain, hidden))
-    return tuple(starts)
+    if line is not None and line.target not in leaves:
+        starts.append(line_start(line, seed))
+    return tuple(sorted(starts, key=lambda start: start.name))
+
+
+def line_start(line: DataLine, seed: int) -> Start:
+    """The data line of this job: its slope and intercept each moved toward zero (below
+    it, for a zero) by `max(1, |plain|) * u`, u in LINE_SHRINK drawn from the seed on the
+    grid: y = 2x + 1 becomes y = a x + c with a in (0.5, 1.75] and c in (0.25, 0.875]. A line
+    no larger than the plain one: a loop whose learning rate and step count fit the plain
+    line fits it as well (the parameters have no farther to go from the usual starts), and
+    the moved line is never within LINE_FIT of the plain one."""
+    plain = (line.slope, line.intercept)
+    hidden = tuple(
+        value
+        - math.copysign(
+            max(1.0, abs(value)) * _uniform(seed, line.target, part, LINE_SHRINK), value
+        )
+        for value, part in zip(plain, ("slope", "intercept"), strict=True)
+    )
+    return Start(line.target, plain, hidden, (line.input,))
 
 
 def _seed_start(plain: Sequence[float], seed: int) -> Start:
@@ -120,9 +196,26 @@ def _uniform(seed: int, name: str, part: str, bounds: tuple[float, float]) -> fl
     return bounds[0] + (int.from_bytes(digest[:8], "big") % steps) / GRID
 
 
+def captured_names(names: Sequence[str], starts: Sequence[Start]) -> tuple[str, ...]:
+    """The names a run at `starts` captures: the exercise's, and LINE_FLAG where a data
+    line is among them (how often its targets were moved)."""
+    flag = (LINE_FLAG,) if any(start.is_line for start in starts) else ()
+    return (*names, *flag)
+
+
+def line_moved(variables: Mapping[str, object]) -> bool:
+    """Did the run's code move its data line's targets (LINE_FLAG captured as a positive
+    count)? What the learner's code says here only ever makes its checks claims."""
+    flag = variables.get(LINE_FLAG)
+    value = getattr(flag, "value", None)
+    return getattr(flag, "kind", "") == "number" and isinstance(value, int) and value > 0
+
+
 def starts_key(starts: Sequence[Start]) -> str:
     """The reference cache's runtime words for a run at these starting values."""
-    text = repr([(s.name, s.plain, s.hidden) for s in sorted(starts, key=lambda s: s.name)])
+    text = repr(
+        [(s.name, s.plain, s.hidden, s.inputs) for s in sorted(starts, key=lambda s: s.name)]
+    )
     return f"starts-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
 
 
@@ -264,40 +357,80 @@ class Rewritten:
 
 def rewrite(source: str, starts: Sequence[Start]) -> Rewritten:
     """`source` with a start call after every assignment to a designated name (module
-    docstring). A source that does not parse (or is too long, or whose rewrite would not
-    parse) is returned as it is, with every name missing: the run then moves nothing."""
+    docstring) and, for a data line, after every assignment that binds a global, whatever
+    its name (the learner names its targets: `y`, `ys`, `target`). A source that does not
+    parse (or is too long, or whose rewrite would not parse) is returned as it is, with
+    every name missing: the run then moves nothing."""
     wanted = {start.name: start for start in starts}
     untouched = Rewritten(source, (), tuple(sorted(wanted)))
     tree = _parse(source) if wanted else None
     if tree is None:
         return untouched
-    sites: dict[tuple[int, int], list[str]] = {}
-    found: list[tuple[str, ast.stmt]] = list(_assignments(tree, set(wanted)))
+    line = next((start for start in starts if start.is_line), None)
+    names = set(wanted) if line is None else set(wanted) | _all_names(tree)
+    sites: dict[tuple[int, int], dict[str, ast.stmt]] = {}
+    found: list[tuple[str, ast.stmt]] = list(_assignments(tree, names))
     if SEED in wanted:
         found += [(SEED, node) for node in _seed_sites(tree)]
     for name, node in found:
         assert node.end_lineno is not None and node.end_col_offset is not None
-        names = sites.setdefault((node.end_lineno, node.end_col_offset), [])
-        if name not in names:
-            names.append(name)
+        sites.setdefault((node.end_lineno, node.end_col_offset), {}).setdefault(name, node)
     lines = _lines(source)
-    for (line, column), names in sorted(sites.items(), reverse=True):
-        calls = f"; {DEFINE}" + "".join(f"; {_call(wanted[name])}" for name in names)
-        raw = lines[line - 1].encode("utf-8")
-        lines[line - 1] = (raw[:column] + calls.encode() + raw[column:]).decode("utf-8")
+    started: set[str] = set()
+    for (row, column), named in sorted(sites.items(), reverse=True):
+        calls = [_site_calls(name, node, wanted, line) for name, node in named.items()]
+        if not any(calls):
+            continue
+        started |= {start.name for made in calls for start, _ in made}
+        text = f"; {DEFINE}" + "".join(f"; {call}" for made in calls for _, call in made)
+        raw = lines[row - 1].encode("utf-8")
+        lines[row - 1] = (raw[:column] + text.encode() + raw[column:]).decode("utf-8")
     text = "".join(lines)
     if _parse(text) is None:
         return untouched
-    started = tuple(sorted({name for names in sites.values() for name in names}))
-    return Rewritten(text, started, tuple(sorted(set(wanted) - set(started))))
+    return Rewritten(text, tuple(sorted(started)), tuple(sorted(set(wanted) - started)))
 
 
 DEFINE = f"exec({PRELUDE!r}, globals()) if {STARTER!r} not in globals() else None"
 
 
-def _call(start: Start) -> str:
-    arguments = f"{start.name!r}, {list(start.plain)!r}, {list(start.hidden)!r}"
+def _site_calls(
+    name: str, site: ast.stmt, wanted: Mapping[str, Start], line: Start | None
+) -> list[tuple[Start, str]]:
+    """The start calls after one assignment of `name` (or seed statement): the leaf's or
+    the seed's where it is designated, the data line's after any global's."""
+    calls = []
+    own = wanted.get(name)
+    if own is not None and not own.is_line:
+        calls.append((own, _call(own, name)))
+    if line is not None and name != SEED:
+        calls.append((line, _call(line, name, _line_inputs(line, name, site))))
+    return calls
+
+
+def _call(start: Start, name: str, inputs: Sequence[str] = ()) -> str:
+    arguments = f"{name!r}, {list(start.plain)!r}, {list(start.hidden)!r}"
+    if inputs:
+        arguments += f", {list(inputs)!r}"
     return f"{STARTER}({arguments})"
+
+
+def _all_names(tree: ast.Module) -> set[str]:
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def _line_inputs(start: Start, name: str, site: ast.stmt) -> tuple[str, ...]:
+    """Where the value assigned to `name` here may have been made from: the names its
+    value reads (`ys = 2 * xs + 1`: xs), then the exercise's inputs (`target =
+    torch.tensor([3.0, 5.0])` beside an `x`). The start moves the value only when the
+    least-squares line through one of them and the value is the plain line."""
+    value = getattr(site, "value", None)
+    read = [
+        node.id
+        for node in (ast.walk(value) if value is not None else ())
+        if isinstance(node, ast.Name) and node.id != name
+    ]
+    return tuple(dict.fromkeys([*read, *start.inputs]))
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")

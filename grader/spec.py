@@ -65,6 +65,19 @@ class DiagnosisSpec:
 
 
 @dataclass(frozen=True)
+class DataLine:
+    """`[data_line]`: a script exercise's training targets lie on a line, `target = slope *
+    input + intercept` (training-loop: y = 2x + 1). The second run draws another line per
+    submission (FORMAT.md section 2, "Which data"), so the values the model learns are
+    unknown before the run."""
+
+    target: str
+    input: str
+    slope: float
+    intercept: float
+
+
+@dataclass(frozen=True)
 class Manifest:
     slug: str
     title: str
@@ -88,6 +101,7 @@ class Manifest:
     # it must not pass), with the `reason` the author gives for it; checked by validation.
     starter_max_share: float | None = None
     starter_share_reason: str = ""
+    data_line: DataLine | None = None
 
 
 @dataclass(frozen=True)
@@ -336,7 +350,9 @@ TOP_LEVEL_KEYS = {
     "equivalent_mutant",  # read by grader.authoring.mutants (declared-equivalent auto-mutants)
     "seed_by_learner",
     "starter",  # [starter] max_share and reason (_starter_share)
+    "data_line",  # [data_line] target, input, slope, intercept (_data_line)
 }
+DATA_LINE_KEYS = {"target", "input", "slope", "intercept"}
 
 
 def parse_manifest(text: str, where: str, files: Mapping[str, str]) -> Manifest:
@@ -376,7 +392,39 @@ def parse_manifest(text: str, where: str, files: Mapping[str, str]) -> Manifest:
         diagnoses=MappingProxyType(diagnoses),
         seed_by_learner=_flag(raw, "seed_by_learner", where),
         **_starter_share(raw.get("starter", {}), where),
+        data_line=_data_line(raw.get("data_line"), kind, where),
     )
+
+
+def _data_line(raw: Any, kind: str, where: str) -> DataLine | None:
+    """`[data_line]` (script exercises only): the targets' name, the inputs' name, and the
+    line's slope and intercept as the reference's solution writes them (finite numbers)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise PackageError(f"{where}: data_line: must be a table")
+    if kind != "script":
+        raise PackageError(f"{where}: data_line: only script exercises have one")
+    _reject_unknown(raw, DATA_LINE_KEYS, where, "data_line.")
+    target, source = (_name(raw, key, where) for key in ("target", "input"))
+    if target == source:
+        raise PackageError(f"{where}: data_line: target and input must be different names")
+    slope, intercept = (_finite(raw, key, where) for key in ("slope", "intercept"))
+    return DataLine(target, source, slope, intercept)
+
+
+def _name(raw: Mapping[str, Any], key: str, where: str) -> str:
+    value = _text(raw, key, where, prefix="data_line")
+    if not NAME_PATTERN.match(value):
+        raise PackageError(f"{where}: data_line.{key}: {value!r} is not a Python name")
+    return value
+
+
+def _finite(raw: Mapping[str, Any], key: str, where: str) -> float:
+    value = raw.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PackageError(f"{where}: data_line.{key}: must be a finite number")
+    return float(value)
 
 
 def _starter_share(raw: Any, where: str) -> dict[str, Any]:

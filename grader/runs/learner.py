@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 from grader.capture import Capture, CaptureError, parse_result
@@ -20,6 +21,7 @@ from grader.protocol import (
     size_label,
 )
 from grader.report import build_report, failed_report
+from grader.rewrite import Start, captured_names
 from grader.runs.base import envelope_limits, run_envelope
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
@@ -36,15 +38,17 @@ def learner_envelope(
     *,
     stand_in: str | None = None,
     grad_scale: float | None = None,
+    starts: Sequence[Start] = (),
 ) -> Envelope:
     """The learner job's envelope: `code` and, for a function exercise, the encoded cases
-    of the reference's capture (`stand_in`, `grad_scale`: see `Envelope`)."""
+    of the reference's capture (`stand_in`, `grad_scale`: see `Envelope`; `starts`: those
+    `code` was rewritten for, whose data line is reported: `captured_names`)."""
     manifest = package.manifest
     function = manifest.kind == "function"
     return Envelope(
         kind=manifest.kind,
         mode="learner",
-        names=tuple(manifest.names),
+        names=captured_names(manifest.names, starts),
         files={"submission.py": code},
         limits=envelope_limits(manifest.limits),
         seed_by_learner=manifest.seed_by_learner,
@@ -67,6 +71,7 @@ def learner_run(
     stand_in: str | None = None,
     grad_scale: float | None = None,
     share: str | None = None,
+    starts: Sequence[Start] = (),
 ) -> tuple[Report, Capture | None]:
     """Runs the learner's code once (on `device`, with a stand-in GPU and every gradient
     seed scaled by `grad_scale` when asked) and
@@ -75,7 +80,9 @@ def learner_run(
     `share` (default `job_id`): the submission's key, which its other runs give too, so
     that one zygote generation may fork them all (SandboxRequest.share)."""
     limits = package.manifest.limits
-    envelope = learner_envelope(package, code, reference, stand_in=stand_in, grad_scale=grad_scale)
+    envelope = learner_envelope(
+        package, code, reference, stand_in=stand_in, grad_scale=grad_scale, starts=starts
+    )
     started = time.perf_counter()
     run = run_envelope(sandbox, envelope, limits, device, job_id, share or job_id)
     duration = time.perf_counter() - started
@@ -93,13 +100,21 @@ def learner_run(
         return failed_report(package, message, runtime, duration, learner), learner
     if _memory_error(learner):
         return failed_report(package, _memory(limits), runtime, duration, learner), learner
+    return graded_report(package, learner, reference, runtime, duration), learner
+
+
+def graded_report(
+    package: Package, learner: Capture, reference: Capture, runtime: str, duration: float
+) -> Report:
+    """The report of a learner's capture that ran to its end, judged against `reference`,
+    with the notes of a grading budget spent and of output cut."""
     report = build_report(package, learner, reference, runtime, duration)
     notes = [budget_note(report)] if judged_over_budget(report) else []
     if learner.output_truncated:  # cut, never failed: the checks judge what was kept
-        notes.append(output_cut_note(limits))
+        notes.append(output_cut_note(package.manifest.limits))
     if notes:
         report = replace(report, message="; ".join(notes))
-    return report, learner
+    return report
 
 
 def judged_over_budget(report: Report) -> bool:

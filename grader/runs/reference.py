@@ -19,7 +19,7 @@ from grader.protocol import (
     RunStatus,
     SandboxResult,
 )
-from grader.rewrite import Start, rewrite, starts_key
+from grader.rewrite import Start, captured_names, rewrite, starts_key
 from grader.runs.base import Run, envelope_limits, run_envelope
 from grader.runs.learner import failure_message, seconds
 from grader.sandbox import publish
@@ -56,7 +56,7 @@ def reference_envelope(
     return Envelope(
         kind=manifest.kind,
         mode="reference",
-        names=tuple(manifest.names),
+        names=captured_names(manifest.names, starts),
         files=files,
         limits=envelope_limits(manifest.limits),
         seed_by_learner=manifest.seed_by_learner,

@@ -23,14 +23,23 @@ from grader.cache import ReferenceCache
 from grader.capture import Capture, TensorValue, validate_capture
 from grader.checks.diagnoses import catalogue
 from grader.checks.registry import run_check
-from grader.protocol import Report
+from grader.protocol import ExerciseError, Report
 from grader.report import build_report
-from grader.rewrite import SEED, Start, draw_starts, made_leaves, plain_seed, plain_starts, rewrite
+from grader.rewrite import (
+    SEED,
+    Start,
+    draw_starts,
+    line_moved,
+    made_leaves,
+    plain_seed,
+    plain_starts,
+    rewrite,
+)
 from grader.runs.base import LabelledRun
-from grader.runs.learner import learner_run
+from grader.runs.learner import graded_report, learner_run
 from grader.runs.reference import REFERENCE_SHARE, reference_capture
 from grader.sandbox.base import Sandbox
-from grader.spec import Package
+from grader.spec import DataLine, Package
 
 SCALED = "in a second run with other starting values and every gradient scaled: "
 GRAD_SCALE = 0.75  # exact in binary floating point: scaled exact values stay exact
@@ -66,11 +75,13 @@ def designated_leaves(package: Package, reference: Capture) -> dict[str, tuple[f
 
 
 def hidden_starts(package: Package, reference: Capture, seed: int) -> tuple[Start, ...]:
-    """The job's hidden starting values of the designated leaves (none for a function
-    exercise: its hidden cases already change every value a constant could match)."""
+    """The job's hidden starting values of the designated leaves, and its data line
+    (`[data_line]`); none for a function exercise: its hidden cases already change every
+    value a constant could match."""
     if package.manifest.kind != "script":
         return ()
-    return draw_starts(designated_leaves(package, reference), seed)
+    leaves = designated_leaves(package, reference)
+    return draw_starts(leaves, seed, package.manifest.data_line)
 
 
 @dataclass(frozen=True)
@@ -123,45 +134,122 @@ def second_run(
     labels the checks its hidden start would have judged (the first run's verdicts).
 
     The learner's source is rewritten (`grader.rewrite.rewrite`); a designated leaf it
-    never assigns (made by `exec`, a module attribute, or code that does not parse) keeps
-    its plain values in that run, and so does the reference's (a reference run at the
-    other leaves' hidden values, cached by them): the honest learner is never failed for
-    the way it made its leaves, and every check that run judges is labelled a claim
-    (`claimed`: its verdict there rests on what the code reports, not on inputs it could
-    not know). So is every check of an exercise without designated leaves (a model made
-    from a fixed seed): its second run only scales the gradients."""
+    never assigns (made by `exec`, a module attribute, or code that does not parse), or a
+    data line whose targets its run never moved, keeps its plain values in that run, and
+    so does the reference's (a reference run at the other starts, cached by them): the
+    honest learner is never failed for the way it made its leaves or its data, and every
+    check that run judges is labelled a claim (`claimed`: its verdict there rests on what
+    the code reports, not on inputs it could not know), unless those starts change no
+    check of the exercise on their own (`_inert`: training-loop's `w` and `b`, trained
+    to the same point from any start, beside a model of the learner's). So is every check
+    of an exercise without designated leaves: its second run only scales the gradients."""
     if scaled.capture is None or not _can_judge(runs, scaled.checks):
         return None
+    second = _Second(package, reference, scaled, runs, seed, device, sandbox, cache, job_id)
     rewritten = rewrite(code, scaled.starts)
-    against = scaled
-    if rewritten.missing:
-        kept = tuple(start for start in scaled.starts if start.name in rewritten.started)
-        against = scaled_reference(
-            package, reference, seed=seed, device=device, sandbox=sandbox, cache=cache,
-            starts=kept, share=job_id,
-        )  # fmt: skip
-        if against.capture is None or not _can_judge(runs, against.checks):
-            # nothing left to run, but every check the hidden starts would have judged
-            # now rests on the first run alone: label it there
-            reason = missing_reason(rewritten.missing)
-            return LabelledRun("", claimed(runs[0].report, scaled.checks, reason), scaled.checks)
+    against = second.against(rewritten.missing)
+    if against is None:
+        # nothing left to run, but every check the hidden starts would have judged now
+        # rests on the first run alone: label it there
+        return second.claimed_first_run(rewritten.missing)
     assert against.capture is not None
     report, learner = learner_run(
         package, rewritten.source, against.capture, sandbox=sandbox, device=device,
         runtime=sandbox.runtime_key(device), job_id=f"{job_id}-scaled",
-        grad_scale=against.scale, share=job_id,
+        grad_scale=against.scale, share=job_id, starts=against.starts,
     )  # fmt: skip
+    missing = rewritten.missing + _unmoved_lines(against.starts, learner)
+    if learner is not None and len(missing) > len(rewritten.missing):
+        # the code ran, but never moved its targets to the data line: judged at the
+        # plain line (and the other hidden starts), as a claim
+        against = second.against(missing)
+        if against is None:
+            return second.claimed_first_run(missing)
+        assert against.capture is not None
+        report = graded_report(package, learner, against.capture, report.runtime,
+                               report.duration_s)  # fmt: skip
     report = followed_by_power(package, report, learner, reference, against)
     report = not_following(package, report, against.checks)
-    judged = against.checks
-    if rewritten.missing:
-        # the checks the missing leaves' hidden starts would have judged (their reference
-        # value no longer changes, so the plain run's verdict stands) are claims as well
-        judged = against.checks | scaled.checks
-        report = claimed(report, judged, missing_reason(rewritten.missing))
-    elif not against.starts:
-        report = claimed(report, against.checks, NO_LEAVES)
-    return LabelledRun(SCALED, report, judged)
+    return second.labelled(report, against, missing)
+
+
+@dataclass(frozen=True)
+class _Second:
+    """What one second run is planned from: the exercise, its plain and scaled
+    references, the learner's runs so far, and where the reference's runs go."""
+
+    package: Package
+    reference: Capture
+    scaled: ScaledReference
+    runs: Sequence[LabelledRun]
+    seed: int
+    device: str
+    sandbox: Sandbox
+    cache: ReferenceCache | None
+    job_id: str
+
+    def against(self, missing: Sequence[str]) -> ScaledReference | None:
+        """The reference the run is judged against: `scaled`, or where some starts are
+        `missing` in the learner's run, the reference's at the others only (cached by
+        them); None where that run could change no verdict."""
+        if not missing:
+            return self.scaled
+        kept = tuple(start for start in self.scaled.starts if start.name not in missing)
+        against = self.reference_at(kept, self.seed)
+        if against.capture is None or not _can_judge(self.runs, against.checks):
+            return None
+        return against
+
+    def reference_at(self, starts: Sequence[Start], seed: int) -> ScaledReference:
+        return scaled_reference(
+            self.package, self.reference, seed=seed, device=self.device,
+            sandbox=self.sandbox, cache=self.cache, starts=starts, share=self.job_id,
+        )  # fmt: skip
+
+    def claimed_first_run(self, missing: Sequence[str]) -> LabelledRun:
+        """No second run left to judge: the first run's report, each check the hidden
+        starts would have judged labelled a claim."""
+        reason = missing_reason(missing, self.package.manifest.data_line)
+        checks = self.scaled.checks
+        return LabelledRun("", claimed(self.runs[0].report, checks, reason), checks)
+
+    def labelled(
+        self, report: Report, against: ScaledReference, missing: Sequence[str]
+    ) -> LabelledRun:
+        """The second run's report with its claims labelled, and the checks it judges:
+        with starts missing that matter, every check the hidden starts would have judged
+        (their reference value may no longer change, so the plain run's verdict stands)
+        is a claim; without any start, every check the scale alone judged."""
+        if missing and not self.inert(missing):
+            judged = against.checks | self.scaled.checks
+            reason = missing_reason(missing, self.package.manifest.data_line)
+            return LabelledRun(SCALED, claimed(report, judged, reason), judged)
+        if not against.starts:
+            return LabelledRun(SCALED, claimed(report, against.checks, NO_LEAVES), against.checks)
+        return LabelledRun(SCALED, report, against.checks)
+
+    def inert(self, missing: Sequence[str]) -> bool:
+        """Do the `missing` starts change no check on their own? Asked of a reference run
+        with only them moved, at the public seed's values (whether a check depends on a
+        start is the exercise's property, not the values': cached for every submission).
+        A forger who hides such a start from the rewrite gains nothing by it."""
+        probe = hidden_starts(self.package, self.reference, PROBE_SEED)
+        alone = tuple(start for start in probe if start.name in missing)
+        return bool(alone) and not self.reference_at(alone, PROBE_SEED).checks
+
+
+# The seed whose starts tell which starts matter (`_Second.inert`): public, the same for
+# every submission, so that reference run is cached once per exercise and set of names.
+PROBE_SEED = 20_240_601
+
+
+def _unmoved_lines(starts: Sequence[Start], learner: Capture | None) -> tuple[str, ...]:
+    """The data lines among `starts` whose targets the learner's run never moved (its
+    code made them some way the start did not recognise, or undid it): the names of their
+    targets. A run without a capture failed, and is reported as such."""
+    if learner is None or line_moved(learner.variables):
+        return ()
+    return tuple(start.name for start in starts if start.is_line)
 
 
 def _can_judge(runs: Sequence[LabelledRun], checks: frozenset[int]) -> bool:
@@ -198,6 +286,11 @@ def scaled_reference(
         )  # fmt: skip
 
     capture = run(GRAD_SCALE)
+    if any(start.is_line for start in chosen) and not line_moved(capture.variables):
+        raise ExerciseError(
+            f"{package.slug}: exercise.toml's [data_line] is not the reference's data: its "
+            "solution never assigned targets on that line of those inputs"
+        )
     report = build_report(package, capture, reference, "", 0.0)
     checks = frozenset(i for i, check in enumerate(report.checks) if not check.passed)
     if not checks:
@@ -221,15 +314,28 @@ NO_LEAVES = (
 )
 
 
-def missing_reason(missing: Sequence[str]) -> str:
-    """The claim label of a run in which the designated leaves (or the seed) `missing`
-    kept their plain values."""
-    leaves = [name for name in missing if name != SEED]
-    if not leaves:
-        return SEED_CLAIM
-    names = ", ".join(f"`{name}`" for name in leaves)
-    reason = CLAIM.format(names=names, them="it" if len(leaves) == 1 else "them")
-    return reason if len(leaves) == len(missing) else f"{reason}; {SEED_CLAIM}"
+LINE_CLAIM = (
+    "your training data could not be moved to a line drawn per submission (no `{target}` "
+    "on the line {target} = {slope:g} * {input} + {intercept:g} was found when your code "
+    "ran), so this check's second run rests on what your code reports"
+)
+
+
+def missing_reason(missing: Sequence[str], line: DataLine | None = None) -> str:
+    """The claim label of a run in which the designated leaves (or the seed, or the data
+    `line`'s targets) `missing` kept their plain values."""
+    reasons = []
+    lines = [name for name in missing if line is not None and name == line.target]
+    leaves = [name for name in missing if name != SEED and name not in lines]
+    if leaves:
+        names = ", ".join(f"`{name}`" for name in leaves)
+        reasons.append(CLAIM.format(names=names, them="it" if len(leaves) == 1 else "them"))
+    if SEED in missing:
+        reasons.append(SEED_CLAIM)
+    if lines and line is not None:
+        reasons.append(LINE_CLAIM.format(target=line.target, input=line.input,
+                                         slope=line.slope, intercept=line.intercept))  # fmt: skip
+    return "; ".join(reasons)
 
 
 def claimed(report: Report, checks: frozenset[int], reason: str) -> Report:

@@ -16,6 +16,7 @@ mechanically (an attack that silently failed would prove nothing)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from grader.engine import DEV_SEED, GradeJob, grade
 from grader.protocol import Report
 from grader.runs.reference import reference_capture
 from grader.runs.second import NOT_FOLLOWING, SCALED, scaled_reference
+from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.base import Sandbox
 from grader.spec import Package
 
@@ -171,12 +173,34 @@ def assert_earns_only_the_claims(report: Report, zone_1: frozenset[int]) -> None
 # -- the tests -----------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def cold_sandbox() -> Iterator[Sandbox]:
+    """bubblewrap's cold path: every run a freshly exec'd interpreter that imports torch
+    itself (no zygote, no warm spare), as a worker with GRADLAB_SANDBOX_ZYGOTE=0 runs it."""
+    backend = build_backend(SandboxConfig(warm=False, zygote=False))
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(params=["zygote", "cold"])
+def forged(request: pytest.FixtureRequest, reference_cache: ReferenceCache) -> GradeCode:
+    """Grades on the test session's zygote, then on the cold path: the forger reaches the
+    same harness objects either way (tests/docker/test_docker_integrity.py: Docker's)."""
+    chosen: Sandbox = request.getfixturevalue("sandbox" if request.param == "zygote" else
+                                              "cold_sandbox")  # fmt: skip
+
+    def run(package: Package, code: str) -> Report:
+        return grade(GradeJob(package=package, code=code), sandbox=chosen, cache=reference_cache)
+
+    return run
+
+
 def test_a_final_result_forged_on_the_runners_own_send_path_earns_only_the_claim_points(
-    grade_code: GradeCode, sandbox: Sandbox, reference_cache: ReferenceCache
+    forged: GradeCode, sandbox: Sandbox, reference_cache: ReferenceCache
 ) -> None:
     package = package_at("first-gradient")
     zone_1 = hidden_start_checks(package, sandbox, reference_cache)
-    report = grade_code(package, send_path_forgery(STARTER_LINE))
+    report = forged(package, send_path_forgery(STARTER_LINE))
     assert "reached Runner ChildEnd" in report.stdout
     # FORMAT.md's table: first-gradient, zone 1 = 6, claims = 4
     assert (points(report, zone_1), claim_points(report, zone_1)) == (6, 4)
@@ -186,11 +210,11 @@ def test_a_final_result_forged_on_the_runners_own_send_path_earns_only_the_claim
 
 
 def test_a_typed_in_gradient_recorded_as_a_backward_via_the_wrappers_closure_earns_only_claims(
-    grade_code: GradeCode, sandbox: Sandbox, reference_cache: ReferenceCache
+    forged: GradeCode, sandbox: Sandbox, reference_cache: ReferenceCache
 ) -> None:
     package = package_at("chain-rule")
     zone_1 = hidden_start_checks(package, sandbox, reference_cache)
-    report = grade_code(package, TYPED_IN)
+    report = forged(package, TYPED_IN)
     # the recorder kept the call it walked, and the engine-not-run finding was caught
     assert f"{RECORDED} silenced ['autograd-not-run']" in report.stdout
     assert (points(report, zone_1), claim_points(report, zone_1)) == (6, 4)

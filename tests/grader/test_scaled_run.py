@@ -7,12 +7,19 @@ reference's) follow the scale and keep full marks. All graded through the real s
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import GradeCode
-from grading_helpers import failed_diagnoses
+from grading_helpers import failed_diagnoses, package_at
 
+from grader.cache import ReferenceCache
 from grader.checks.diagnoses.catalogue import DIAGNOSES
-from grader.runs.second import SCALED
+from grader.engine import DEV_SEED
+from grader.runs.reference import reference_capture
+from grader.runs.second import SCALED, scaled_reference
+from grader.sandbox.base import Sandbox
+from grader.spec import Package
 
 pytestmark = pytest.mark.sandbox
 
@@ -154,13 +161,30 @@ def test_an_honest_solution_unlike_the_reference_follows_the_scale_and_passes(
     assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
 
 
-def test_a_script_whose_values_follow_no_gradient_runs_once(grade_code: GradeCode) -> None:
-    """training-loop's trained values converge to the same point at any gradient scale:
-    no check changes, no second run (the message of a failure carries no run label)."""
-    code = HEADER + "w = torch.tensor(2.0, requires_grad=True)\nb = torch.tensor(1.0)\n"
-    report = grade_code("training-loop", code)
-    assert not report.passed
-    assert all(not c.message.startswith("in a second run") for c in report.checks)
+def test_trained_values_that_reach_one_point_from_any_start_are_judged_at_the_data_line(
+    sandbox: Sandbox, reference_cache: ReferenceCache
+) -> None:
+    """training-loop's trained values converge to the same point at any gradient scale and
+    from any start: without its `[data_line]` no check's reference value changes and there
+    is no second run; with it, the learned values are judged there (FORMAT.md section 2,
+    "Which data")."""
+    course = package_at("training-loop")
+    files = dict(course.files)
+    files["exercise.toml"] = re.sub(r"\[data_line\]\n(.+\n)+", "", files["exercise.toml"])
+    lineless = Package.from_files(files, origin="training-loop")
+    assert lineless.manifest.data_line is None and course.manifest.data_line is not None
+    judged = {}
+    for package in (lineless, course):
+        reference = reference_capture(
+            package, seed=DEV_SEED, device="cpu", sandbox=sandbox, cache=reference_cache
+        )
+        scaled = scaled_reference(
+            package, reference, seed=DEV_SEED, device="cpu", sandbox=sandbox,
+            cache=reference_cache,
+        )  # fmt: skip
+        judged[package is course] = {package.manifest.checks[i].name for i in scaled.checks}
+        assert (scaled.capture is None) == (package is lineless)
+    assert judged == {False: set(), True: {"learned w is close to 2", "learned b is close to 1"}}
 
 
 # -- other starting values (grader/rewrite.py) --------------------------------------------

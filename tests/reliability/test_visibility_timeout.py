@@ -20,10 +20,12 @@ import pytest
 import redis
 from gradlab_fixtures import EXERCISES, wait_for
 
+from grader.rewrite import STARTER
+
 pytestmark = [pytest.mark.worker, pytest.mark.sandbox]
 
-# A script exercise graded in one run of the learner's code (the others get a second,
-# scaled run: grader/engine.py), so the sleep below is slept once.
+# A script exercise: its learner's code runs twice (the second run, grader/runs/second.py),
+# and sleeps in its first run only (the second run's source defines the rewrite's STARTER).
 SLUG = "training-loop"
 SLEEP_S = 30  # the learner's run: long enough for a second worker to start meanwhile
 UNACKED, UNACKED_INDEX = "unacked", "unacked_index"  # kombu's Redis QoS keys
@@ -71,7 +73,7 @@ def test_a_grading_longer_than_the_visibility_timeout_runs_once_and_reports_once
     ExerciseVersion.objects.filter(pk=exercise.current_version_id).update(files=files)
     first = start_worker(GRADLAB_SANDBOX_WARM="0")
     code = (EXERCISES / SLUG / "solution.py").read_text(encoding="utf-8")
-    code += f"\nimport time\ntime.sleep({SLEEP_S})\n"
+    code += f"\nimport time\nif {STARTER!r} not in globals():\n    time.sleep({SLEEP_S})\n"
     response = api(alice_learner).post("/api/v1/submissions/", {"exercise": SLUG, "code": code},
                                        format="json")  # fmt: skip
     submission_id = int(response.json()["id"])
