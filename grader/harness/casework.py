@@ -38,6 +38,7 @@ with "@"), made by hooks this module installs before the entry is called:
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any
@@ -443,6 +444,30 @@ def seal(case: MutableMapping[str, Any]) -> dict[str, construct.Sealed]:
         size = inputs[size] if isinstance(size, str) and size in inputs else size
         sealed[step["set"]] = construct.seal(inputs.pop(x_name), inputs.pop(y_name), size)
     return sealed
+
+
+# Taken at import: what the learner's code does to the signal module later changes
+# nothing here (a replaced attribute of a harness module is `replaced`, guard.py).
+_SIGNALS = tuple(signal.valid_signals())
+_getsignal, _setsignal, _SIG_IGN = signal.getsignal, signal.signal, signal.SIG_IGN
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """The learner's Python signal handlers set to ignore while a hidden case is received,
+    decoded and sealed, then put back: a handler runs in this thread between any two
+    bytecodes, where its frame's `f_back` would reach the case (an interval timer's
+    SIGALRM, say). A signal that arrives meanwhile is dropped: CPython looks the handler
+    up when it runs a tripped one, so one already pending finds "ignore" too. Signals
+    without a Python handler (the kernel's limits, SIGKILL) are untouched."""
+    held = {number: handler for number in _SIGNALS if callable(handler := _getsignal(number))}
+    for number in held:
+        _setsignal(number, _SIG_IGN)
+    try:
+        yield
+    finally:
+        for number, handler in held.items():
+            _setsignal(number, handler)
 
 
 def release(case: MutableMapping[str, Any]) -> None:

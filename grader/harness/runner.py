@@ -18,6 +18,7 @@ object here captures it: sys.stdout writes through to fd 1, main.py `write_throu
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import contextlib
 import gc
@@ -54,6 +55,7 @@ MAX_TRACEBACK = 8_000
 MAX_TAMPER = 100
 SEED = 0
 _GC_ENABLED, _GC_DISABLE, _GC_ENABLE = gc.isenabled, gc.disable, gc.enable
+_thread_count = _thread._count  # taken at import: the learner's code cannot replace it here
 HARNESS_MODULES = (
     "casework", "channel", "confine", "conversation", "guard", "instrument", "values", "runner",
     "standin", "construct",
@@ -139,6 +141,7 @@ class Runner:
         self.recorder.on_tamper = self.tamper
         self.names: list[str] = list(envelope.get("names", []))
         self.tampers = 0
+        self.threads_flagged = False
         self.traced = False  # a lingering trace function is reported once
         self.audit: guard.AuditGuard | None = None
         self.snapshot: guard.Snapshot | None = None
@@ -360,17 +363,51 @@ class Runner:
             # what the last case's records held of the learner's objects dies now, before
             # the next case's data arrives (a finalizer of theirs runs here, not later)
             self.recorder.reset()
-            self.end.send({"type": "next"})
-            message = self.end.receive()
-            if message.get("type") != "case":
+            self.flag_running_threads()
+            taken = self.next_case()
+            if taken is None:
                 return
-            # popped: only the decoded case holds its data, until casework.seal takes it
-            result = self.run_case(entry, decode(message.pop("case")), missing)
+            case, sealed = taken
+            result = self.run_case(entry, case, missing, sealed)
             self.end.send({"type": "case-result", "index": index, "result": result})
             index += 1
 
-    def run_case(self, entry: Any, case: Any, missing: bool) -> dict[str, Any]:
-        sealed = casework.seal(case)  # first: before torch's Python code runs for the case
+    def flag_running_threads(self) -> None:
+        """A thread of the learner's still running when a hidden case is asked for could
+        read the case's data in the harness's objects before `next_case` seals it (it
+        holds no frame of `next_case`, but a frame it kept reaches the runner, whose
+        channel buffers the bytes as they arrive): `thread`, once per run. Python threads
+        only (`_thread._count`, those started by `threading` or `_thread`); torch's own
+        are native and never run Python code."""
+        running = _thread_count()
+        if running and not self.threads_flagged:
+            self.threads_flagged = True
+            self.tamper("thread", f"{running} thread(s) of the code still running when a "
+                                  "hidden case was handed out")  # fmt: skip
+
+    def next_case(self) -> tuple[Any, dict[str, construct.Sealed]] | None:
+        """The next hidden case, decoded and its batch sealed (`casework.seal`), or None
+        at the end. In a frame of its own, which no frame of the learner's reaches through
+        `f_back`, with the learner's Python signal handlers held off
+        (`casework.signals_held`): nothing of the learner's runs before the batch is in
+        the stream. The case returned no longer holds it."""
+        with casework.signals_held():
+            self.end.send({"type": "next"})
+            message = self.end.receive()
+            if message.get("type") != "case":
+                return None
+            case = decode(message.pop("case"))
+            return case, casework.seal(case)
+
+    def run_case(
+        self,
+        entry: Any,
+        case: Any,
+        missing: bool,
+        sealed: dict[str, construct.Sealed] | None = None,
+    ) -> dict[str, Any]:
+        if sealed is None:  # first: before torch's Python code runs for the case
+            sealed = casework.seal(case)
         self.recorder.reset()
         self.reseed()
         observations: dict[str, Any] = {}

@@ -481,6 +481,37 @@ FULL_BATCH_SEARCHES = {
         "    return full_batch(kept, first, batch_size)\n",
         None,
     ),
+    "a signal handler's callers on an interval timer while the harness takes the case": (
+        "import signal\n\n"
+        "kept, taken = [], set()\n\n"
+        "def keep(value):\n"
+        "    # a decoded tensor, or an encoded one (the case as it arrives), once each\n"
+        "    if id(value) in taken:\n"
+        "        return\n"
+        "    taken.add(id(value))\n"
+        "    if isinstance(value, torch.Tensor):\n"
+        "        kept.append(value)\n"
+        "    elif type(value) is dict and value.get('kind') == 'tensor':\n"
+        "        kept.append(torch.tensor(value['data']).reshape(value['shape']))\n\n"
+        "def ticked(signum, frame):\n"
+        "    while frame is not None:\n"
+        "        for value in list(frame.f_locals.values()):\n"
+        "            case = value.get('case', value) if type(value) is dict else None\n"
+        "            if type(case) is dict and case.get('kind') == 'dict':\n"
+        "                case = case.get('items')  # still encoded\n"
+        "            inputs = case.get('inputs') if type(case) is dict else None\n"
+        "            if type(inputs) is dict and inputs.get('kind') == 'dict':\n"
+        "                inputs = inputs.get('items')\n"
+        "            if type(inputs) is dict:\n"
+        "                for item in list(inputs.values()):\n"
+        "                    keep(item)\n"
+        "        frame = frame.f_back\n\n"
+        "signal.signal(signal.SIGALRM, ticked)\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)  # a tick every 200 us\n\n"
+        "def find_full_batch(micro_batches, first, batch_size):\n"
+        "    return full_batch(kept, first, batch_size)\n",
+        None,
+    ),
     "the stream's generator frames, the micro-batches still to come joined": (
         "def find_full_batch(micro_batches, first, batch_size):\n"
         "    tensors, queues = reachable([micro_batches], generators=True)\n"
@@ -501,10 +532,50 @@ def test_the_full_batch_searched_for_in_the_process_earns_no_accumulation_points
     flags = [f"{flag.kind} {flag.detail}" for flag in report.integrity_flags]
     per_batch = {c.name: c for c in report.checks}[PER_BATCH]
     assert flags or per_batch.score == 0, (flags, per_batch.message)
-    if flagged is None:  # not found: nothing of the full batch is left where it looked
+    if flagged is None:  # not found: nothing of the full batch is left where it looked,
+        # from the first case on (a search that found some cases' batches would fail later)
         assert not flags and not per_batch.passed, (flags, per_batch.message)
+        assert "(case 1 of" in per_batch.message, per_batch.message
     else:
         assert any(flag.startswith(f"tamper {flagged}:") for flag in flags), flags
+
+
+HONEST_ACCUMULATION = (
+    "    model.zero_grad()\n"
+    "    for x_micro, y_micro in micro_batches:\n"
+    "        (loss_fn(model(x_micro), y_micro) * len(x_micro) / batch_size).backward()\n"
+)
+# A thread of the learner's still running when a hidden case is handed out could read the
+# case where the harness receives it, before it is sealed: flagged once, whatever it does.
+THREAD_LEFT_RUNNING = (
+    "import threading\nimport time\n\n"
+    + SIGNATURE
+    + HONEST_ACCUMULATION
+    + "    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+)
+# A thread that does its work and is joined before the function returns is nobody's concern.
+THREAD_JOINED = (
+    "import threading\n\n" + SIGNATURE + "    done = []\n"
+    "    worker = threading.Thread(target=lambda: done.append(batch_size))\n"
+    "    worker.start()\n    worker.join()\n" + HONEST_ACCUMULATION
+)
+
+
+def test_a_thread_left_running_when_a_hidden_case_is_handed_out_is_flagged_once(
+    grade_code: GradeCode,
+) -> None:
+    report = grade_code(MICRO, THREAD_LEFT_RUNNING)
+    flags = [flag.detail for flag in report.integrity_flags]
+    assert len([f for f in flags if f.startswith("thread: ")]) == 1, flags
+    assert "thread(s) of the code still running when a hidden case was handed out" in flags[0]
+
+
+def test_a_thread_joined_before_the_function_returns_is_not_flagged(
+    grade_code: GradeCode,
+) -> None:
+    report = grade_code(MICRO, THREAD_JOINED)
+    assert report.passed, [(c.name, c.message) for c in report.checks if not c.passed]
+    assert not report.integrity_flags
 
 
 # Learner code that torch or the garbage collector calls while the stream works would have
