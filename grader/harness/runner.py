@@ -383,7 +383,7 @@ class Runner:
         if running and not self.threads_flagged:
             self.threads_flagged = True
             self.tamper("thread", f"{running} thread(s) of the code still running when a "
-                                  "hidden case was handed out")  # fmt: skip
+                                  "case was handed out")  # fmt: skip
 
     def next_case(self) -> tuple[Any, dict[str, construct.Sealed]] | None:
         """The next hidden case, decoded and its batch sealed (`casework.seal`), or None

@@ -140,7 +140,7 @@ def second_run(
     honest learner is never failed for the way it made its leaves or its data, and every
     check that run judges is labelled a claim (`claimed`: its verdict there rests on what
     the code reports, not on inputs it could not know), unless those starts change no
-    check of the exercise on their own (`_inert`: training-loop's `w` and `b`, trained
+    check of the exercise on their own (`_Second.inert`: training-loop's `w` and `b`, trained
     to the same point from any start, beside a model of the learner's). So is every check
     of an exercise without designated leaves: its second run only scales the gradients."""
     if scaled.capture is None or not _can_judge(runs, scaled.checks):

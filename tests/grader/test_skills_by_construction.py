@@ -567,7 +567,7 @@ def test_a_thread_left_running_when_a_hidden_case_is_handed_out_is_flagged_once(
     report = grade_code(MICRO, THREAD_LEFT_RUNNING)
     flags = [flag.detail for flag in report.integrity_flags]
     assert len([f for f in flags if f.startswith("thread: ")]) == 1, flags
-    assert "thread(s) of the code still running when a hidden case was handed out" in flags[0]
+    assert "thread(s) of the code still running when a case was handed out" in flags[0]
 
 
 def test_a_thread_joined_before_the_function_returns_is_not_flagged(
