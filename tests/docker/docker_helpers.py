@@ -6,13 +6,14 @@ import json
 import os
 import secrets
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from grader.protocol import PROTOCOL_VERSION, Limits, SandboxRequest
-from grader.sandbox.docker import LABEL_JOB
+from grader.sandbox.docker import LABEL_DEADLINE, LABEL_JOB, LABEL_ROLE, ROLE_SANDBOX
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRE_DOCKER_ENV = "GRADLAB_REQUIRE_DOCKER"
@@ -81,3 +82,21 @@ def containers_of_job(client: Any, job_id: str) -> list[Any]:
     return client.containers.list(
         all=True, filters={"label": f"{LABEL_JOB}={job_id}"}, ignore_removed=True
     )
+
+
+def labelled_sandbox(client: Any, image: str, job: str, deadline: float) -> Any | None:
+    """A sleeping container labelled as job `job`'s sandbox with this deadline, as a
+    janitor sees a real one. None where one past its deadline was reaped between its
+    creation and its start: a janitor of another test process (each Docker backend runs
+    one now and then) removed it (404) or is removing it (409), as it should."""
+    import docker.errors
+
+    labels = {LABEL_ROLE: ROLE_SANDBOX, LABEL_JOB: job, LABEL_DEADLINE: f"{deadline:.0f}"}
+    try:
+        return client.containers.run(
+            image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
+        )
+    except docker.errors.APIError as error:  # NotFound is one
+        if deadline < time.time() and error.status_code in (404, 409):
+            return None
+        raise

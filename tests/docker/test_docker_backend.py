@@ -12,18 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_helpers import ROOT, containers_of_job, engine_client, request
+from docker_helpers import ROOT, containers_of_job, engine_client, labelled_sandbox, request
 
 from grader.cache import ReferenceCache
 from grader.engine import GradeJob, grade
 from grader.protocol import InfrastructureError, RunStatus
 from grader.sandbox import SandboxConfig, build_backend
 from grader.sandbox.docker import (
-    LABEL_DEADLINE,
-    LABEL_JOB,
     LABEL_ROLE,
     LABEL_WORKER,
-    ROLE_SANDBOX,
     ROLE_ZYGOTE,
     DockerSandbox,
     reap_expired,
@@ -108,15 +105,9 @@ def test_a_fork_bomb_stays_within_the_pids_limit(docker_sandbox: DockerSandbox) 
 def test_the_janitor_removes_only_containers_past_their_deadline(
     docker_client: Any, sandbox_image: str
 ) -> None:
-    def sandbox_container(job: str, deadline: float) -> Any:
-        labels = {LABEL_ROLE: ROLE_SANDBOX, LABEL_JOB: job, LABEL_DEADLINE: f"{deadline:.0f}"}
-        return docker_client.containers.run(
-            sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
-        )
-
     now = time.time()
-    expired = sandbox_container("test-janitor-expired", now - 5)
-    current = sandbox_container("test-janitor-current", now + 600)
+    expired = labelled_sandbox(docker_client, sandbox_image, "test-janitor-expired", now - 5)
+    current = labelled_sandbox(docker_client, sandbox_image, "test-janitor-current", now + 600)
     try:
         removed = reap_expired(docker_client)
         # The expired one is gone: removed by this janitor or, rarely, by one of another
@@ -128,7 +119,8 @@ def test_the_janitor_removes_only_containers_past_their_deadline(
         assert len(containers_of_job(docker_client, "test-janitor-current")) == 1
     finally:
         for container in (expired, current):
-            remove_container(container)  # gone or going: another janitor's
+            if container is not None:
+                remove_container(container)  # gone or going: another janitor's
 
 
 def test_janitors_of_several_workers_at_once_remove_every_expired_container_and_none_fails(
@@ -142,11 +134,9 @@ def test_janitors_of_several_workers_at_once_remove_every_expired_container_and_
     be answered 204 (a fresh rehearsal saw 9 reports for 6 containers), so only the end is
     asserted: every expired container gone, no janitor failed."""
     job = f"test-janitors-race-{time.time_ns()}"
-    labels = {LABEL_ROLE: ROLE_SANDBOX, LABEL_JOB: job, LABEL_DEADLINE: f"{time.time() - 5:.0f}"}
+    deadline = time.time() - 5
     expired = [
-        docker_client.containers.run(
-            sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
-        )
+        labelled_sandbox(docker_client, sandbox_image, job, deadline)
         for _ in range(JANITOR_RACE_CONTAINERS)
     ]
     clients = [engine_client() for _ in range(JANITOR_RACE_WORKERS)]
@@ -163,7 +153,7 @@ def test_janitors_of_several_workers_at_once_remove_every_expired_container_and_
     finally:
         for client in clients:
             client.close()
-        for container in expired:
+        for container in filter(None, expired):
             remove_container(container)  # gone or going: another janitor's
 
 

@@ -7,13 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from docker_helpers import containers_of_job
+from docker_helpers import containers_of_job, labelled_sandbox
 
 from grader.sandbox.docker import (
-    LABEL_DEADLINE,
-    LABEL_JOB,
-    LABEL_ROLE,
-    ROLE_SANDBOX,
     remove_container,
 )
 
@@ -24,12 +20,10 @@ JOB = "test-reap-task-orphan"
 
 @pytest.fixture
 def orphan(docker_client: Any, sandbox_image: str) -> Iterator[Any]:
-    labels = {LABEL_ROLE: ROLE_SANDBOX, LABEL_JOB: JOB, LABEL_DEADLINE: f"{time.time() - 5:.0f}"}
-    container = docker_client.containers.run(
-        sandbox_image, ["sleep", "300"], labels=labels, detach=True, network_mode="none"
-    )
+    container = labelled_sandbox(docker_client, sandbox_image, JOB, time.time() - 5)
     yield container
-    remove_container(container)  # gone or going: another janitor's
+    if container is not None:
+        remove_container(container)  # gone or going: another janitor's
 
 
 def test_the_reap_task_removes_an_orphaned_container_with_the_docker_backend(
