@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 
 from grader.protocol import PROTOCOL_VERSION, Limits, SandboxRequest
-from grader.sandbox.docker import LABEL_DEADLINE, LABEL_JOB, LABEL_ROLE, ROLE_SANDBOX
+from grader.sandbox.docker import LABEL_DEADLINE, LABEL_JOB, LABEL_ROLE, ROLE_SANDBOX, reap_expired
 
 ROOT = Path(__file__).resolve().parents[2]
+# How long a removal a janitor began may take to end (an upper bound a passing run never
+# nears: a container's removal takes milliseconds).
+REMOVAL_WAIT_S = 30.0
 REQUIRE_DOCKER_ENV = "GRADLAB_REQUIRE_DOCKER"
 IMAGE_BUILD_TIMEOUT_S = 1200
 
@@ -100,3 +103,15 @@ def labelled_sandbox(client: Any, image: str, job: str, deadline: float) -> Any 
         if deadline < time.time() and error.status_code in (404, 409):
             return None
         raise
+
+
+def left_after_reaping(client: Any, job: str) -> list[Any]:
+    """The containers of `job` still there once every removal under way has ended. A
+    janitor leaves a container whose removal another one began (409 from the Engine) to
+    that one, so right after a pass it may still be listed for a moment: wait for it to
+    go, passing the janitor again meanwhile, within REMOVAL_WAIT_S."""
+    deadline = time.monotonic() + REMOVAL_WAIT_S
+    while (left := containers_of_job(client, job)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        reap_expired(client)
+    return left

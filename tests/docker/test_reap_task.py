@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from docker_helpers import containers_of_job, labelled_sandbox
+from docker_helpers import labelled_sandbox, left_after_reaping
 
 from grader.sandbox.docker import (
     remove_container,
@@ -36,7 +36,7 @@ def test_the_reap_task_removes_an_orphaned_container_with_the_docker_backend(
     # Removed by this task or, rarely, by a janitor of another test process that was faster
     # (each Docker backend runs one now and then); test_docker_backend.py checks the
     # janitor's choice on its own.
-    assert containers_of_job(docker_client, JOB) == []
+    assert left_after_reaping(docker_client, JOB) == []
 
 
 def test_the_reap_task_leaves_containers_alone_with_the_bubblewrap_backend(
