@@ -185,7 +185,8 @@ def cold_sandbox() -> Iterator[Sandbox]:
 @pytest.fixture(params=["zygote", "cold"])
 def forged(request: pytest.FixtureRequest, reference_cache: ReferenceCache) -> GradeCode:
     """Grades on the test session's zygote, then on the cold path: the forger reaches the
-    same harness objects either way (tests/docker/test_docker_integrity.py: Docker's)."""
+    same harness objects either way (tests/docker/test_docker_integrity.py: the same
+    send-path forgery through Docker)."""
     chosen: Sandbox = request.getfixturevalue("sandbox" if request.param == "zygote" else
                                               "cold_sandbox")  # fmt: skip
 
@@ -210,11 +211,11 @@ def test_a_final_result_forged_on_the_runners_own_send_path_earns_only_the_claim
 
 
 def test_a_typed_in_gradient_recorded_as_a_backward_via_the_wrappers_closure_earns_only_claims(
-    forged: GradeCode, sandbox: Sandbox, reference_cache: ReferenceCache
+    grade_code: GradeCode, sandbox: Sandbox, reference_cache: ReferenceCache
 ) -> None:
     package = package_at("chain-rule")
     zone_1 = hidden_start_checks(package, sandbox, reference_cache)
-    report = forged(package, TYPED_IN)
+    report = grade_code(package, TYPED_IN)
     # the recorder kept the call it walked, and the engine-not-run finding was caught
     assert f"{RECORDED} silenced ['autograd-not-run']" in report.stdout
     assert (points(report, zone_1), claim_points(report, zone_1)) == (6, 4)
