@@ -182,4 +182,32 @@ def django_db_setup(
         try:
             teardown_databases(db_cfg, verbosity=verbosity)
         except Exception as exc:  # as pytest-django does: a warning, not an error
-            request.node.warn(pytest.PytestWarning(f"could not drop the test databases: {exc!r}"))
+            held = _sessions_holding(db_cfg)
+            request.node.warn(pytest.PytestWarning(
+                f"could not drop the test databases: {exc!r}; still connected: {held}"
+            ))  # fmt: skip
+
+
+def _sessions_holding(db_cfg: Any) -> str:
+    """Who is still connected to the test databases (PostgreSQL: each session's
+    application_name, which names its process, config/settings/test.py; its state and
+    last query), for the warning that says a drop failed."""
+    from django.db import DatabaseError
+
+    found = []
+    for connection, _, _ in db_cfg:
+        if connection.vendor != "postgresql":
+            continue
+        try:
+            with connection._nodb_cursor() as cursor:
+                names = [connection.settings_dict["NAME"], connection.creation._get_test_db_name()]
+                cursor.execute(
+                    "SELECT datname, application_name, pid, backend_start, state, "
+                    "left(query, 120) FROM pg_stat_activity "
+                    "WHERE datname = ANY(%s) AND pid <> pg_backend_pid()",
+                    [names],
+                )
+                found += [repr(row) for row in cursor.fetchall()]
+        except DatabaseError as error:
+            found.append(f"(pg_stat_activity unreadable: {error})")
+    return "; ".join(found) or "nobody any more"

@@ -32,6 +32,8 @@ LEARNED = ("learned w is close to 2", "learned b is close to 1")
 
 # -- honest code, whatever it calls its data ----------------------------------------------
 
+# Targets typed in as numbers beside `x` are the course package's nn-linear-course-notes
+# alternative (tests/exercises/test_course_packages.py grades it).
 HONEST = [
     ("other-names-a-module-and-2d-data", HEADER + (
         "inputs = torch.linspace(0.0, 2.0, 16).unsqueeze(1)\ntargets = 2.0 * inputs + 1.0\n"
@@ -40,10 +42,6 @@ HONEST = [
         "for epoch in range(600):\n    optimizer.zero_grad()\n"
         "    loss = torch.nn.functional.mse_loss(model(inputs), targets)\n"
         "    loss.backward()\n    optimizer.step()\n    print(epoch, loss.item())\n"
-    )),
-    ("targets-typed-as-numbers", HEADER + (
-        "x = torch.tensor([0.0, 1.0, 2.0, 3.0])\ny = torch.tensor([1.0, 3.0, 5.0, 7.0])\n"
-        + SGD_LOOP.replace("lr=0.1", "lr=0.05").replace("range(200)", "range(1000)")
     )),
     ("data-from-a-function-and-a-tuple", HEADER + (
         "def make_data(n):\n    x = torch.linspace(-1.0, 1.0, n)\n    return x, 2 * x + 1\n\n"

@@ -41,6 +41,12 @@ def sqlite_test_database(database: DBConfig) -> DBConfig:
 
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
     DATABASES["default"] = sqlite_test_database(DATABASES["default"])
+else:
+    # Each process's sessions say whose they are (pg_stat_activity.application_name): a
+    # test database that cannot be dropped at the end names the process still connected.
+    DATABASES["default"].setdefault("OPTIONS", {})["application_name"] = (
+        f"gradlab-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}"
+    )
 
 
 def per_test_process(url: str) -> str:
