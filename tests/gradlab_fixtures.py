@@ -325,6 +325,10 @@ class Worker:
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
+    def tail(self, chars: int = 4000) -> str:
+        """The end of the log, for a failed assertion's message."""
+        return self.output()[-chars:]
+
     def logged(self, *texts: str, count: int = 1) -> str:
         """The log once each of `texts` is in it at least `count` times: the worker's pool
         processes write their lines after the database row a test waits for may already

@@ -166,6 +166,14 @@ def _ldd(objects: list[str]) -> set[str]:
         )
     except (OSError, subprocess.SubprocessError) as error:
         raise InfrastructureError(f"cannot list the sandbox runtime's libraries: {error}") from None
+    if done.returncode < 0:
+        # killed (the OOM killer, an operator): what it printed is a part of the list, and
+        # a view built on it would fail every sandbox of this worker as if each reference
+        # were broken; a fault of ours, retried (the view is not kept)
+        raise InfrastructureError(
+            f"cannot list the sandbox runtime's libraries: {LDD} was killed by signal "
+            f"{-done.returncode}"
+        )
     return set(_paths_in_ldd_output(done.stdout))
 
 
