@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from grader.protocol import SandboxResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,35 +31,6 @@ RawRun = Callable[..., SandboxResult]
 
 # Forks until the pids limit refuses a fork and prints how many it made (each child sleeps
 # until the sandbox ends).
-# The backends whose isolation differs (the `backend` fixture, tests/sandbox/conftest.py). A
-# warm spare is the cold sandbox's very chain (BubblewrapSandbox._command), started before
-# its job: test_bubblewrap_warm.py checks that it keeps every limit and serves one job, and
-# the attacks run on the cold one.
-BACKEND_PARAMS = [
-    "bubblewrap",
-    "bubblewrap-zygote",
-    pytest.param("docker", marks=pytest.mark.docker),
-    pytest.param("docker-zygote", marks=pytest.mark.docker),
-]
-
-
-def on_backends_except(*left_out: str) -> pytest.MarkDecorator:
-    """A test of a module that uses the `backend` fixture, run on every backend but
-    `left_out` (where another test already covers what it checks, say why beside it). The
-    others are deselected at collection (tests/sandbox/conftest.py), which keeps the module's
-    order backend by backend: a parametrize here would start each backend again."""
-    return pytest.mark.not_on_backends(*left_out)
-
-
-def left_out_backend(item: pytest.Item) -> bool:
-    """Whether `item` runs on a backend its `not_on_backends` mark leaves out."""
-    mark = item.get_closest_marker("not_on_backends")
-    callspec = getattr(item, "callspec", None)
-    if mark is None or callspec is None:
-        return False
-    return callspec.params.get("backend") in mark.args
-
-
 FORK_UNTIL_REFUSED = """
 import os, time
 made = 0
