@@ -179,17 +179,28 @@ def test_a_reference_killed_from_outside_is_retried_and_graded_not_exercise_brok
     ("limits", "solution", "logged"),
     [
         # the product's own limits: the reference only has to fail
-        ("", "raise ValueError('reference bug')\n", "reference bug"),
+        ("", "raise ValueError('reference bug')\n", ("reference bug",)),
         # its loop must reach the CPU limit (SIGXCPU) before the wall clock, however little
-        # CPU a loaded host gives it: a wall clock 15 times the CPU limit. 4 s of CPU: the
-        # harness's trusted parent, which imports torch (about 2 s), stays below it
-        # (RLIMIT_CPU is per process, and CPU time does not grow with the host's load).
-        ("cpu_seconds = 4\nwall_seconds = 60", "while True:\n    pass\n", "killed by signal 24"),
+        # CPU a loaded host gives it: a wall clock 15 times the CPU limit. RLIMIT_CPU is per
+        # process: the loop's process gets SIGXCPU ("killed by signal 24", as the harness's
+        # trusted parent reports it) unless the parent itself spends the 4 s first, importing
+        # torch (about 2 s of CPU on a quiet host, more on a slow hour: a CI run saw it), and
+        # then the sandbox reports the limit: the same verdict, either way broken at once.
+        (
+            "cpu_seconds = 4\nwall_seconds = 60",
+            "while True:\n    pass\n",
+            ("killed by signal 24", "CPU time limit of 4 s exceeded"),
+        ),
     ],
     ids=["raises", "computes-past-its-cpu-limit"],
 )
 def test_a_genuinely_broken_reference_is_still_exercise_broken_at_once(
-    cold_worker: Any, api: Any, alice_learner: Any, limits: str, solution: str, logged: str
+    cold_worker: Any,
+    api: Any,
+    alice_learner: Any,
+    limits: str,
+    solution: str,
+    logged: tuple[str, ...],
 ) -> None:
     from submissions.services import MESSAGE_EXERCISE
 
@@ -202,4 +213,5 @@ def test_a_genuinely_broken_reference_is_still_exercise_broken_at_once(
     assert row.error_message == MESSAGE_EXERCISE
     assert row.attempts == 1  # not retried
     assert row.score is None and row.passed is None  # not charged
-    assert logged in worker.logged("is broken")
+    log = worker.logged("is broken")
+    assert any(text in log for text in logged), log[-4000:]
