@@ -342,7 +342,7 @@ class Worker:
         try:
             return str(wait_for(written, what=f"{texts} in the worker's log"))
         except AssertionError as missing:
-            raise AssertionError(f"{missing}:\n{self.output()[-4000:]}") from None
+            raise AssertionError(f"{missing}:\n{self.tail()}") from None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signals the worker's whole process group (main process and pool children)."""
