@@ -66,11 +66,15 @@ def grade_with_capture(
     cache: ReferenceCache | None = None,
     reference: Capture | None = None,
     scaled: ScaledReference | None = None,
+    until_failed: bool = False,
 ) -> tuple[Report, Capture | None]:
     """`grade`, also returning the learner's validated capture (None without one).
     `reference` / `scaled`: the reference's captures for this job's package, seed and
     device (`reference_capture`, `scaled_reference`), when the caller already holds them
-    (package validation grades many files against one).
+    (package validation grades many files against one). `until_failed`: stop at the first
+    run that does not pass, which is enough to know that the code fails (package
+    validation's auto-mutants, grader.authoring.mutants.judge); the report then names
+    that run's failed checks only, and a learner's grading never sets it.
 
     A script exercise of `device = "cuda"` runs twice on every worker, so that a GPU
     worker and a CPU worker give the same verdict: once on a machine with a GPU (the
@@ -92,7 +96,7 @@ def grade_with_capture(
     it does not reach score 0 and the report's message says "grading budget exceeded";
     the submission is graded all the same, never retried as an infrastructure fault."""
     with grading_budget():
-        return _graded(job, sandbox, cache, reference, scaled)
+        return _graded(job, sandbox, cache, reference, scaled, until_failed)
 
 
 def _graded(
@@ -101,6 +105,7 @@ def _graded(
     cache: ReferenceCache | None,
     reference: Capture | None,
     scaled: ScaledReference | None,
+    until_failed: bool,
 ) -> tuple[Report, Capture | None]:
     package = job.package
     if reference is None:
@@ -114,9 +119,11 @@ def _graded(
             share=job.job_id,
         )  # fmt: skip
     runs, capture = learner_device_runs(
-        package, job.code, reference, sandbox=sandbox, device=job.device, job_id=job.job_id
-    )
-    second = second_run(
+        package, job.code, reference, sandbox=sandbox, device=job.device, job_id=job.job_id,
+        until_failed=until_failed,
+    )  # fmt: skip
+    failed_already = until_failed and not runs[-1].report.passed
+    second = None if failed_already else second_run(
         package, job.code, reference, scaled, runs, seed=job.seed, device=job.device,
         sandbox=sandbox, cache=cache, job_id=job.job_id,
     )  # fmt: skip

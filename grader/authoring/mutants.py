@@ -749,13 +749,16 @@ def judge(
     cache: ReferenceCache | None = None,
 ) -> MutantResult:
     """Grades one mutant against the plan's reference capture (never re-run per mutant;
-    the second run's limited reference runs come from `cache` where it holds them).
+    the second run's limited reference runs come from `cache` where it holds them), up to
+    its first run that does not pass: a mutant is caught by any failed run, so the runs
+    after it could only add diagnoses (a device pair's second run, the second run).
     A sandbox fault (InfrastructureError) propagates: the caller retries."""
     job = GradeJob(package=plan.package, code=mutant.source, seed=seed, device=device)
     try:
         report, _ = grade_with_capture(
-            job, sandbox=sandbox, cache=cache, reference=plan.reference, scaled=plan.scaled
-        )
+            job, sandbox=sandbox, cache=cache, reference=plan.reference, scaled=plan.scaled,
+            until_failed=True,
+        )  # fmt: skip
     except ExerciseError as error:
         return MutantResult(mutant, "error", str(error))
     return classify(report, mutant, plan.declared)

@@ -30,10 +30,14 @@ def device_runs(package: Package, device: str) -> list[tuple[str, str | None]]:
     return [("cpu", "cuda"), ("cpu", None)]
 
 
-def device_labels(reports: Sequence[Report]) -> list[LabelledRun]:
+def device_labels(reports: Sequence[Report], *, pair: bool | None = None) -> list[LabelledRun]:
     """The learner's runs of `device_runs`, labelled: the pair's with the machine each ran
-    on (every check judged by both), a single run's with nothing."""
-    labels = [WITH_GPU, WITHOUT_GPU] if len(reports) == 2 else [""]
+    on (every check judged by both), a single run's with nothing. `pair`: whether they are
+    (the start of) the pair, when a run cut short leaves one report of it (default: two
+    reports are the pair)."""
+    if pair is None:
+        pair = len(reports) == 2
+    labels = [WITH_GPU, WITHOUT_GPU][: len(reports)] if pair else [""]
     return [LabelledRun(label, report) for label, report in zip(labels, reports, strict=True)]
 
 
@@ -45,12 +49,16 @@ def learner_device_runs(
     sandbox: Sandbox,
     device: str,
     job_id: str,
+    until_failed: bool = False,
 ) -> tuple[list[LabelledRun], Capture | None]:
     """The learner's run on each of `device_runs` (the job's `device`), labelled
-    (`device_labels`), and the first run's validated capture (None without one)."""
+    (`device_labels`), and the first run's validated capture (None without one).
+    `until_failed`: stop after a run that does not pass (`grade_with_capture`)."""
     runtime = sandbox.runtime_key(device)
-    graded = [
-        learner_run(
+    planned = device_runs(package, device)
+    graded: list[tuple[Report, Capture | None]] = []
+    for suffix, (where, stand_in) in enumerate(planned):
+        report, capture = learner_run(
             package,
             code,
             reference,
@@ -61,6 +69,8 @@ def learner_device_runs(
             job_id=f"{job_id}-{suffix}" if suffix else job_id,
             share=job_id,
         )
-        for suffix, (where, stand_in) in enumerate(device_runs(package, device))
-    ]
-    return device_labels([report for report, _ in graded]), graded[0][1]
+        graded.append((report, capture))
+        if until_failed and not report.passed:
+            break
+    reports = [report for report, _ in graded]
+    return device_labels(reports, pair=len(planned) == 2), graded[0][1]

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from grader.__main__ import main
-from grader.authoring.mutants import MutantResult, run_mutants, table
+from grader.authoring.mutants import MutantResult, judge, plan_mutants, run_mutants, table
 from grader.cache import ReferenceCache
+from grader.engine import DEV_SEED, GradeJob, grade_with_capture
+from grader.protocol import SandboxRequest, SandboxResult
+from grader.runs.reference import reference_capture
+from grader.runs.second import scaled_reference
 from grader.sandbox.base import Sandbox
 from grader.spec import MANIFEST, load_package
 
 pytestmark = pytest.mark.sandbox
 
 RETAIN_GRAPH = Path(__file__).resolve().parents[2] / "exercises" / "retain-graph"
+CHAIN_RULE = RETAIN_GRAPH.parent / "chain-rule"
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +87,54 @@ def test_the_cli_fails_on_a_survivor_and_shows_its_diff_until_it_is_declared(
     declared = '[[equivalent_mutant]]\nname = "hand-written-grad@4"\nreason = "not checked"\n'
     assert main(["mutants", str(write_package(tmp_path, declared)), *cache]) == 0
     assert "equivalent (not checked)" in capsys.readouterr().out
+
+
+@dataclass
+class CountingSandbox:
+    """A real backend that records the id of every job it runs."""
+
+    inner: Sandbox
+    jobs: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def runtime_key(self, device: str) -> str:
+        return self.inner.runtime_key(device)
+
+    def run(self, request: SandboxRequest) -> SandboxResult:
+        self.jobs.append(request.job_id)
+        return self.inner.run(request)
+
+    def close(self) -> None:
+        """The inner backend belongs to the session."""
+
+
+def test_a_mutant_is_judged_on_its_first_failing_run_where_a_learner_gets_every_run(
+    sandbox: Sandbox, reference_cache: ReferenceCache
+) -> None:
+    package = load_package(CHAIN_RULE)
+    where = {"seed": DEV_SEED, "device": "cpu", "sandbox": sandbox, "cache": reference_cache}
+    reference = reference_capture(package, **where)
+    scaled = scaled_reference(package, reference, **where)
+    plan = plan_mutants(package, reference, scaled)
+    counting = CountingSandbox(sandbox)
+    for mutant in plan.mutants:
+        counting.jobs.clear()
+        learner, _ = grade_with_capture(
+            GradeJob(package, mutant.source), sandbox=counting, cache=reference_cache,
+            reference=reference, scaled=scaled,
+        )  # fmt: skip
+        if learner.passed or len(counting.jobs) < 2:
+            continue  # passes, or fails with nothing after its first run
+        counting.jobs.clear()
+        result = judge(
+            plan, mutant, sandbox=counting, seed=DEV_SEED, device="cpu", cache=reference_cache
+        )
+        assert len(counting.jobs) == 1, counting.jobs
+        assert result.outcome == "caught", result
+        failed = {check.diagnosis for check in learner.checks if not check.passed}
+        assert set(result.diagnoses) <= failed
+        return
+    pytest.fail("no mutant of chain-rule fails its first run with a second run to come")

@@ -1,12 +1,12 @@
 """`make run` (scripts/run.sh) stops everything it started, every time: started on a
-private port with SQLite and the test Redis database, then stopped by SIGTERM, started
-again on the same database and var directory, and stopped by Ctrl-C (SIGINT to its
-foreground process group), also when it was started with SIGINT ignored (as whatever a
-non-interactive shell starts in the background is: a test suite or CI job started with
-`&`; a shell cannot trap a signal ignored on entry). Afterwards no process of it remains
-(found by a marker in the environment every child inherits, and by the process groups it
-reported) and its port is free. Its scheduler is supervised: a killed `celery beat` is
-started again."""
+private port with SQLite and the test Redis database, then stopped by Ctrl-C (SIGINT to
+its foreground process group), and started again on the same database and var directory
+with SIGINT ignored (as whatever a non-interactive shell starts in the background is: a
+test suite or CI job started with `&`; a shell cannot trap a signal ignored on entry) and
+stopped by Ctrl-C again. Its scheduler is supervised: a killed `celery beat` is started
+again, and SIGTERM then stops everything. After each stop no process of it remains (found
+by a marker in the environment every child inherits, and by the process groups it
+reported) and its port is free."""
 
 from __future__ import annotations
 
@@ -177,23 +177,27 @@ def _signal_state(pid: int) -> str:
     return f"{'; '.join(status)}; wchan={wchan}; children={commands}"
 
 
-def test_run_script_leaves_no_process_and_frees_its_port_on_sigterm_and_ctrl_c_each_time(
+def _assert_stopped_in_full(script: RunScript, groups: dict[str, int], name: str) -> None:
+    assert "run: stopped" in script.output()
+    assert _processes_with(script.marker) == [], f"{name}: left running"
+    assert _in_sessions(set(groups.values())) == [], f"{name}: left running"
+    assert _port_is_free(script.port), f"{name}: port {script.port} still bound"
+
+
+def test_run_script_leaves_no_process_and_frees_its_port_on_ctrl_c_each_time(
     run_script: RunScript,
 ) -> None:
-    rounds = [(signal.SIGTERM, "default"), (signal.SIGINT, "default"), (signal.SIGINT, "ignored")]
-    for how, sigint in rounds:
+    """SIGTERM stops it in test_a_killed_scheduler_is_started_again_by_run_script (after a
+    restart of its scheduler) and in tests/platform/test_run_script.py."""
+    for sigint in ("default", "ignored"):
         run_script.start(sigint=sigint)
         groups = run_script.groups()
         assert set(groups) >= {"worker", "beat", "web", "watchdog"}, run_script.output()
         assert _processes_with(run_script.marker)
 
-        _stop(run_script, how)
+        _stop(run_script, signal.SIGINT)
 
-        assert "run: stopped" in run_script.output()
-        name = f"{how.name} (SIGINT {sigint} at start)"
-        assert _processes_with(run_script.marker) == [], f"{name}: left running"
-        assert _in_sessions(set(groups.values())) == [], f"{name}: left running"
-        assert _port_is_free(run_script.port), f"{name}: port {run_script.port} still bound"
+        _assert_stopped_in_full(run_script, groups, f"Ctrl-C (SIGINT {sigint} at start)")
 
 
 def _beat_pids(script: RunScript) -> list[int]:
@@ -216,5 +220,6 @@ def test_a_killed_scheduler_is_started_again_by_run_script(run_script: RunScript
     second = wait_for(lambda: [pid for pid in _beat_pids(run_script) if pid != first],
                       what="celery beat started again")  # fmt: skip
     assert second and "run: beat exited (137): restarting" in run_script.output()
+    groups = run_script.groups()
     _stop(run_script, signal.SIGTERM)
-    assert _processes_with(run_script.marker) == []
+    _assert_stopped_in_full(run_script, groups, "SIGTERM after a restart of its scheduler")

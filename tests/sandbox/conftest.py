@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from sandbox_helpers import (
@@ -98,3 +99,57 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
         kept.close()  # type: ignore[attr-defined]
         return
     yield build_backend(SandboxConfig(backend=request.param))
+
+
+BACKENDS = [param if isinstance(param, str) else param.values[0] for param in BACKEND_PARAMS]
+
+
+def _backend_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("backend")
+
+
+def _left_out(item: pytest.Item) -> bool:
+    """Whether `item` runs on a backend its `not_on_backends` mark leaves out."""
+    mark = item.get_closest_marker("not_on_backends")
+    return mark is not None and _backend_of(item) in mark.args
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own ordering by fixture parameters
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselects the backends a test's `not_on_backends` mark leaves out, then keeps each
+    module's tests of the `backend` fixture backend by backend in BACKEND_PARAMS's order:
+    pytest orders a module-scoped parameter by the first test it sees, and a module whose
+    first test leaves "bubblewrap" out could otherwise start a backend twice, or tear a
+    Docker backend down in a test of another backend (tests/lanes.py's guard)."""
+    left_out = [item for item in items if _left_out(item)]
+    if not left_out:
+        return
+    config.hook.pytest_deselected(items=left_out)
+    kept = [item for item in items if not _left_out(item)]
+    modules = {item.path for item in left_out}
+    slots = [index for index, item in enumerate(kept) if item.path in modules]
+    ordered = sorted((kept[index] for index in slots), key=_module_then_backend(kept, modules))
+    for index, item in zip(slots, ordered, strict=True):
+        kept[index] = item
+    items[:] = kept
+
+
+def _module_then_backend(
+    items: list[pytest.Item], modules: set[Path]
+) -> Callable[[pytest.Item], tuple[int, int, int]]:
+    """A sort key for the tests of `modules`: by module (in the order they come), then by
+    backend (BACKEND_PARAMS), then as they come."""
+    first: dict[Path, int] = {}
+    position: dict[int, int] = {}
+    for index, item in enumerate(items):
+        if item.path in modules:
+            first.setdefault(item.path, index)
+            position[id(item)] = index
+
+    def key(item: pytest.Item) -> tuple[int, int, int]:
+        backend = _backend_of(item)
+        rank = BACKENDS.index(backend) if backend in BACKENDS else -1
+        return (first[item.path], rank, position[id(item)])
+
+    return key
