@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,27 +129,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     kept = [item for item in items if not _left_out(item)]
     modules = {item.path for item in left_out}
     slots = [index for index, item in enumerate(kept) if item.path in modules]
-    ordered = sorted((kept[index] for index in slots), key=_module_then_backend(kept, modules))
-    for index, item in zip(slots, ordered, strict=True):
-        kept[index] = item
+    first: dict[Path, int] = {}  # where each of those modules starts
+    for index in slots:
+        first.setdefault(kept[index].path, index)
+    order = sorted(slots, key=lambda i: (first[kept[i].path], _backend_rank(kept[i]), i))
     items[:] = kept
+    for slot, index in zip(slots, order, strict=True):
+        items[slot] = kept[index]
 
 
-def _module_then_backend(
-    items: list[pytest.Item], modules: set[Path]
-) -> Callable[[pytest.Item], tuple[int, int, int]]:
-    """A sort key for the tests of `modules`: by module (in the order they come), then by
-    backend (BACKEND_PARAMS), then as they come."""
-    first: dict[Path, int] = {}
-    position: dict[int, int] = {}
-    for index, item in enumerate(items):
-        if item.path in modules:
-            first.setdefault(item.path, index)
-            position[id(item)] = index
-
-    def key(item: pytest.Item) -> tuple[int, int, int]:
-        backend = _backend_of(item)
-        rank = BACKENDS.index(backend) if backend in BACKENDS else -1
-        return (first[item.path], rank, position[id(item)])
-
-    return key
+def _backend_rank(item: pytest.Item) -> int:
+    """Where the item's backend comes in BACKEND_PARAMS (-1: a test without one)."""
+    backend = _backend_of(item)
+    return BACKENDS.index(backend) if backend in BACKENDS else -1
